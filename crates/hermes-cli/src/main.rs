@@ -1,0 +1,49 @@
+//! The `hermes` binary. Parses the command line, then hands over to one mode: one-shot
+//! (`-z`, `chat -q`) or the interactive chat. `--version` answers before any runtime starts.
+
+mod args;
+mod error;
+mod oneshot;
+mod render;
+mod repl;
+mod setup;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use args::{Cli, Command};
+use error::CliError;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("hermes: {}", e.message);
+            ExitCode::from(e.code)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode, CliError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::runtime(format!("cannot start the async runtime: {e}")))?;
+    match (&cli.oneshot, &cli.command) {
+        (Some(prompt), _) => runtime.block_on(oneshot::run(
+            &cli.common,
+            prompt,
+            oneshot::Style::AnswerOnly,
+        )),
+        (None, Some(Command::Chat(chat))) => {
+            let common = cli.common.merged(&chat.common);
+            match &chat.query {
+                Some(q) => runtime.block_on(oneshot::run(&common, q, oneshot::Style::Streamed)),
+                None => runtime.block_on(repl::run(&common)),
+            }
+        }
+        (None, None) => runtime.block_on(repl::run(&cli.common)),
+    }
+}

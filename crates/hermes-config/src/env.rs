@@ -1,0 +1,158 @@
+//! The environment as Hermes sees it: the real process environment first, then the values of
+//! `$HERMES_HOME/.env` for names the real environment does not set. Nothing is written back to
+//! the process environment.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::ConfigError;
+
+#[derive(Debug, Clone, Default)]
+pub struct Environment {
+    /// Consult the real process environment (false only in tests).
+    use_process: bool,
+    overlay: BTreeMap<String, String>,
+}
+
+impl Environment {
+    /// The process environment overlaid with a `.env` file (missing file: nothing added).
+    pub fn load(dotenv: &Path) -> Result<Environment, ConfigError> {
+        let mut env = Environment {
+            use_process: true,
+            overlay: BTreeMap::new(),
+        };
+        match std::fs::metadata(dotenv) {
+            Err(_) => return Ok(env),
+            Ok(meta) if meta.is_dir() => {
+                return Err(ConfigError::IsDirectory {
+                    path: dotenv.to_path_buf(),
+                });
+            }
+            Ok(_) => {}
+        }
+        let iter = dotenvy::from_path_iter(dotenv).map_err(|e| dotenv_error(dotenv, e))?;
+        for item in iter {
+            let (key, value) = item.map_err(|e| dotenv_error(dotenv, e))?;
+            env.overlay.insert(key, value);
+        }
+        Ok(env)
+    }
+
+    /// An environment made only of the given pairs, ignoring the process (for tests).
+    pub fn isolated<K: Into<String>, V: Into<String>>(
+        pairs: impl IntoIterator<Item = (K, V)>,
+    ) -> Environment {
+        Environment {
+            use_process: false,
+            overlay: pairs
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        }
+    }
+
+    /// The value of `name`: the process environment wins over `.env`; empty values count as
+    /// unset.
+    pub fn var(&self, name: &str) -> Option<String> {
+        if self.use_process
+            && let Ok(v) = std::env::var(name)
+            && !v.is_empty()
+        {
+            return Some(v);
+        }
+        self.overlay.get(name).filter(|v| !v.is_empty()).cloned()
+    }
+
+    /// Whether the value comes from `.env` rather than the process.
+    pub fn is_from_dotenv(&self, name: &str) -> bool {
+        let in_process = self.use_process && std::env::var_os(name).is_some_and(|v| !v.is_empty());
+        !in_process && self.overlay.contains_key(name)
+    }
+
+    /// Names defined in `.env` (whether or not the process overrides them).
+    pub fn dotenv_names(&self) -> impl Iterator<Item = &str> {
+        self.overlay.keys().map(String::as_str)
+    }
+
+    /// Replaces every `${NAME}` in `text` by its value; unknown names are kept verbatim so the
+    /// user can see what was not resolved.
+    pub fn substitute(&self, text: &str) -> String {
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(start) = rest.find("${") {
+            out.push_str(&rest[..start]);
+            let after = &rest[start + 2..];
+            match after.find('}') {
+                Some(end) if end > 0 => {
+                    let name = &after[..end];
+                    match self.var(name) {
+                        Some(v) => out.push_str(&v),
+                        None => out.push_str(&rest[start..start + 2 + end + 1]),
+                    }
+                    rest = &after[end + 1..];
+                }
+                _ => {
+                    out.push_str("${");
+                    rest = after;
+                }
+            }
+        }
+        out.push_str(rest);
+        out
+    }
+}
+
+fn dotenv_error(path: &Path, e: dotenvy::Error) -> ConfigError {
+    match e {
+        dotenvy::Error::Io(source) => ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        },
+        other => ConfigError::Invalid {
+            path: path.to_path_buf(),
+            key: "(line)".into(),
+            message: other.to_string(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn substitution_replaces_known_and_keeps_unknown() {
+        let env = Environment::isolated([("A", "1"), ("B", "two")]);
+        assert_eq!(env.substitute("x${A}y${B}"), "x1ytwo");
+        assert_eq!(env.substitute("${MISSING}/z"), "${MISSING}/z");
+        assert_eq!(env.substitute("${}${A"), "${}${A");
+        assert_eq!(env.substitute("plain"), "plain");
+    }
+
+    #[test]
+    fn dotenv_is_an_overlay_that_the_process_overrides() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join(".env");
+        // PATH is always set in the process, so the file's value must lose.
+        std::fs::write(
+            &p,
+            "# comment\nHERMES_TEST_ONLY_IN_FILE=from-file\nPATH=/nope\n",
+        )
+        .unwrap();
+        let env = Environment::load(&p).unwrap();
+        assert_eq!(
+            env.var("HERMES_TEST_ONLY_IN_FILE").as_deref(),
+            Some("from-file")
+        );
+        assert_ne!(env.var("PATH").as_deref(), Some("/nope"));
+        assert!(env.is_from_dotenv("HERMES_TEST_ONLY_IN_FILE"));
+    }
+
+    #[test]
+    fn missing_dotenv_is_fine_and_directory_is_an_error() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert!(Environment::load(&tmp.path().join("none")).is_ok());
+        let err = Environment::load(tmp.path()).unwrap_err();
+        assert!(err.to_string().contains("is a directory"), "{err}");
+    }
+}

@@ -1,0 +1,28 @@
+//! Configuration for Hermes: where the home directory is ([`HermesHome`]), what `config.yaml`
+//! and `.env` say ([`Config`], [`Environment`]), and how files in the home are written safely
+//! ([`atomic_write`]).
+//!
+//! Loading never mutates the process environment: `.env` values live in an [`Environment`]
+//! overlay that lookups consult after the real environment, so secrets from `.env` reach
+//! providers without leaking into tool subprocesses.
+
+mod env;
+mod error;
+mod fsutil;
+mod home;
+mod settings;
+mod yaml;
+
+pub use env::Environment;
+pub use error::ConfigError;
+pub use fsutil::atomic_write;
+pub use home::HermesHome;
+pub use settings::{AgentSettings, Config, DEFAULT_TOOLSETS, ModelSettings, TerminalSettings};
+
+/// Loads everything a run needs from a home: `.env` into an [`Environment`] overlay, then
+/// `config.yaml` with `${VAR}` substituted from that environment.
+pub fn load(home: &HermesHome) -> Result<(Config, Environment), ConfigError> {
+    let env = Environment::load(&home.env_path())?;
+    let config = Config::load(&home.config_path(), &env)?;
+    Ok((config, env))
+}

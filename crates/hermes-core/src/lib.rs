@@ -1,0 +1,19 @@
+//! The Hermes agent. [`Agent::run_turn`] drives one turn: call the model with the conversation
+//! and the tool schemas, run the tool calls it asks for (repaired when possible, read-only ones
+//! in parallel), feed the results back, and stop when it answers without tools, when the
+//! iteration budget runs out (after one grace call), on interrupt, or on an unrecoverable error.
+//! Frontends watch it through an [`EventSink`].
+
+mod agent;
+mod budget;
+mod events;
+mod executor;
+mod history;
+mod model_call;
+pub mod prompt;
+pub mod repair;
+
+pub use agent::{Agent, AgentOptions};
+pub use budget::IterationBudget;
+pub use events::{EventSink, NoEvents};
+pub use history::close_dangling_tool_calls;

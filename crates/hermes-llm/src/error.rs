@@ -1,0 +1,279 @@
+//! Provider errors and their classification. Every failure of a model call becomes an
+//! [`LlmError`]; [`LlmError::class`] sorts it into the [`ErrorClass`] set that decides the
+//! policy (retry with backoff, compress, rotate credentials, fall back, or give up).
+
+use std::time::Duration;
+
+/// The failure classes of a model call, each with its own recovery policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorClass {
+    Auth,
+    Billing,
+    RateLimit,
+    Overloaded,
+    ServerError,
+    /// Timeouts and transport failures (refused, reset, stream cut).
+    Timeout,
+    ContextOverflow,
+    PayloadTooLarge,
+    ModelNotFound,
+    ContentPolicy,
+    FormatError,
+    Unknown,
+}
+
+impl ErrorClass {
+    /// Whether trying the same request again later can succeed.
+    pub fn is_retryable(self) -> bool {
+        matches!(
+            self,
+            ErrorClass::RateLimit
+                | ErrorClass::Overloaded
+                | ErrorClass::ServerError
+                | ErrorClass::Timeout
+                | ErrorClass::Unknown
+        )
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::Auth => "auth",
+            ErrorClass::Billing => "billing",
+            ErrorClass::RateLimit => "rate_limit",
+            ErrorClass::Overloaded => "overloaded",
+            ErrorClass::ServerError => "server_error",
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::ContextOverflow => "context_overflow",
+            ErrorClass::PayloadTooLarge => "payload_too_large",
+            ErrorClass::ModelNotFound => "model_not_found",
+            ErrorClass::ContentPolicy => "content_policy",
+            ErrorClass::FormatError => "format_error",
+            ErrorClass::Unknown => "unknown",
+        }
+    }
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LlmError {
+    /// The server answered with an error status.
+    #[error("HTTP {status}: {message}")]
+    Http {
+        status: u16,
+        message: String,
+        retry_after: Option<Duration>,
+    },
+    /// The request never got a response (refused, reset, DNS, TLS).
+    #[error("connection failed: {0}")]
+    Connect(String),
+    #[error("timed out: {0}")]
+    Timeout(String),
+    /// The response stream ended before the model finished.
+    #[error("stream interrupted: {0}")]
+    StreamCut(String),
+    /// The stream carried an error object instead of a completion.
+    #[error("provider error in stream: {0}")]
+    InStream(String),
+    /// A chunk could not be understood.
+    #[error("malformed response: {0}")]
+    Decode(String),
+    /// Bad setup on our side (client construction, unsupported option).
+    #[error("{0}")]
+    Config(String),
+}
+
+impl LlmError {
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            LlmError::Http {
+                status, message, ..
+            } => classify_http(*status, message),
+            LlmError::Connect(_) | LlmError::Timeout(_) | LlmError::StreamCut(_) => {
+                ErrorClass::Timeout
+            }
+            LlmError::InStream(message) => classify_message(message).unwrap_or(ErrorClass::Unknown),
+            LlmError::Decode(_) => ErrorClass::Unknown,
+            LlmError::Config(_) => ErrorClass::FormatError,
+        }
+    }
+
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            LlmError::Http { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// The stream broke after the response began: what was received is valid but incomplete.
+    pub fn is_stream_cut(&self) -> bool {
+        matches!(self, LlmError::StreamCut(_))
+    }
+
+    pub(crate) fn from_reqwest(e: &reqwest::Error, during_body: bool) -> LlmError {
+        let detail = error_chain(e);
+        if e.is_timeout() {
+            LlmError::Timeout(detail)
+        } else if during_body || e.is_body() || e.is_decode() {
+            LlmError::StreamCut(detail)
+        } else {
+            LlmError::Connect(detail)
+        }
+    }
+}
+
+/// The error and its sources on one line ("error sending request: connection refused").
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
+}
+
+fn classify_http(status: u16, message: &str) -> ErrorClass {
+    if let Some(class) = classify_message(message) {
+        // The body is more specific than the status for these.
+        if matches!(
+            class,
+            ErrorClass::ContextOverflow | ErrorClass::Billing | ErrorClass::ContentPolicy
+        ) || (status == 400 || status == 404) && class == ErrorClass::ModelNotFound
+        {
+            return class;
+        }
+    }
+    match status {
+        401 | 403 => ErrorClass::Auth,
+        402 => ErrorClass::Billing,
+        404 => ErrorClass::ModelNotFound,
+        408 | 504 | 524 => ErrorClass::Timeout,
+        413 => ErrorClass::PayloadTooLarge,
+        429 => ErrorClass::RateLimit,
+        503 | 529 => ErrorClass::Overloaded,
+        500..=599 => ErrorClass::ServerError,
+        400 | 405..=499 => ErrorClass::FormatError,
+        _ => ErrorClass::Unknown,
+    }
+}
+
+/// Recognises a class from the words of an error message, whatever the status.
+fn classify_message(message: &str) -> Option<ErrorClass> {
+    let m = message.to_ascii_lowercase();
+    let any = |needles: &[&str]| needles.iter().any(|n| m.contains(n));
+    if any(&[
+        "context_length_exceeded",
+        "maximum context length",
+        "context length",
+        "context window",
+        "prompt is too long",
+        "too many tokens",
+        "input is too long",
+        "exceeds the context",
+        "reduce the length",
+    ]) {
+        Some(ErrorClass::ContextOverflow)
+    } else if any(&[
+        "insufficient_quota",
+        "insufficient credits",
+        "credit balance",
+        "billing",
+        "payment required",
+        "exceeded your current quota",
+    ]) {
+        Some(ErrorClass::Billing)
+    } else if any(&[
+        "content_policy",
+        "content policy",
+        "safety system",
+        "flagged",
+    ]) {
+        Some(ErrorClass::ContentPolicy)
+    } else if any(&["overloaded"]) {
+        Some(ErrorClass::Overloaded)
+    } else if any(&[
+        "model_not_found",
+        "model not found",
+        "no such model",
+        "unknown model",
+    ]) || (m.contains("model") && m.contains("does not exist"))
+    {
+        Some(ErrorClass::ModelNotFound)
+    } else if any(&[
+        "invalid api key",
+        "invalid_api_key",
+        "incorrect api key",
+        "unauthorized",
+    ]) {
+        Some(ErrorClass::Auth)
+    } else if any(&["rate limit", "rate_limit", "too many requests"]) {
+        Some(ErrorClass::RateLimit)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn http(status: u16, message: &str) -> ErrorClass {
+        LlmError::Http {
+            status,
+            message: message.into(),
+            retry_after: None,
+        }
+        .class()
+    }
+
+    #[test]
+    fn statuses_map_to_classes() {
+        assert_eq!(http(401, "Incorrect API key provided"), ErrorClass::Auth);
+        assert_eq!(http(429, "Rate limit reached"), ErrorClass::RateLimit);
+        assert_eq!(http(500, "Internal server error"), ErrorClass::ServerError);
+        assert_eq!(http(529, "Overloaded"), ErrorClass::Overloaded);
+        assert_eq!(http(503, "Service Unavailable"), ErrorClass::Overloaded);
+        assert_eq!(
+            http(413, "Request Entity Too Large"),
+            ErrorClass::PayloadTooLarge
+        );
+        assert_eq!(http(504, "Gateway Timeout"), ErrorClass::Timeout);
+    }
+
+    #[test]
+    fn bodies_refine_the_status() {
+        assert_eq!(
+            http(400, "This model's maximum context length is 128000 tokens"),
+            ErrorClass::ContextOverflow
+        );
+        assert_eq!(
+            http(
+                429,
+                "You exceeded your current quota, please check your plan and billing"
+            ),
+            ErrorClass::Billing
+        );
+        assert_eq!(
+            http(
+                404,
+                "The model `gpt-9` does not exist or you do not have access to it."
+            ),
+            ErrorClass::ModelNotFound
+        );
+        assert_eq!(
+            http(400, "Invalid 'messages[1].role'"),
+            ErrorClass::FormatError
+        );
+    }
+
+    #[test]
+    fn transport_failures_are_retryable_and_auth_is_not() {
+        assert!(LlmError::Connect("refused".into()).class().is_retryable());
+        assert!(LlmError::StreamCut("eof".into()).class().is_retryable());
+        assert!(!ErrorClass::Auth.is_retryable());
+        assert!(!ErrorClass::ContextOverflow.is_retryable());
+    }
+}

@@ -1,0 +1,120 @@
+//! Events: what a provider streams ([`StreamEvent`]), what the agent tells frontends
+//! ([`AgentEvent`]), and the outcome of a turn ([`TurnResult`]).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Message, Usage};
+
+/// Why the model stopped generating.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FinishReason {
+    Stop,
+    ToolCalls,
+    /// The output limit was hit: any tool call in the message may be cut off.
+    Length,
+    ContentFilter,
+    Other(String),
+}
+
+impl FinishReason {
+    pub fn parse(s: &str) -> FinishReason {
+        match s {
+            "stop" | "end_turn" | "stop_sequence" => FinishReason::Stop,
+            "tool_calls" | "tool_use" | "function_call" => FinishReason::ToolCalls,
+            "length" | "max_tokens" => FinishReason::Length,
+            "content_filter" | "refusal" => FinishReason::ContentFilter,
+            other => FinishReason::Other(other.to_string()),
+        }
+    }
+}
+
+/// One increment of a streamed model response, independent of the wire format.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent {
+    TextDelta(String),
+    ReasoningDelta(String),
+    /// A piece of tool call number `index`. The first piece usually carries `id` and `name`;
+    /// later ones append to `arguments`.
+    ToolCallDelta {
+        index: usize,
+        id: Option<String>,
+        name: Option<String>,
+        arguments: String,
+    },
+    Usage(Usage),
+    Finish(FinishReason),
+}
+
+/// What the agent reports while it works; frontends render these.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentEvent {
+    /// Visible answer text, as it streams.
+    TextDelta(String),
+    /// Reasoning text, as it streams.
+    ReasoningDelta(String),
+    /// A model call is about to be made (`api_call` counts from 1 within the turn).
+    ModelCallStarted { api_call: u32 },
+    /// A tool call is starting. `preview` is the key argument, shortened for display.
+    ToolStarted {
+        call_id: String,
+        name: String,
+        preview: String,
+    },
+    ToolFinished {
+        call_id: String,
+        name: String,
+        duration: Duration,
+        ok: bool,
+    },
+    /// Something worth telling the user that is not part of the answer (retry, repair, ...).
+    Status(String),
+    /// Token usage of one model call.
+    Usage(Usage),
+}
+
+/// The outcome of [`run_turn`](../hermes_core/struct.Agent.html): the final answer and the
+/// whole conversation after the turn.
+#[derive(Debug, Clone, Default)]
+pub struct TurnResult {
+    /// The last assistant text without tool calls ("" when there is none).
+    pub final_text: String,
+    /// The conversation after the turn (without the system prompt): the history passed in, the
+    /// user message and everything the turn added.
+    pub messages: Vec<Message>,
+    /// Model calls made during the turn, retries excluded.
+    pub api_calls: u32,
+    /// The model ended the turn on its own (false after the iteration budget ran out).
+    pub completed: bool,
+    /// The turn was cancelled by the user.
+    pub interrupted: bool,
+    /// Why the turn failed, when it did (provider error, invalid tool loop, ...).
+    pub error: Option<String>,
+    pub usage: Usage,
+    /// Estimated cost in USD, when the model's prices are known.
+    pub cost_usd: Option<f64>,
+}
+
+impl TurnResult {
+    pub fn failed(&self) -> bool {
+        self.error.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finish_reasons_of_every_wire_format_map_to_one_set() {
+        assert_eq!(FinishReason::parse("stop"), FinishReason::Stop);
+        assert_eq!(FinishReason::parse("end_turn"), FinishReason::Stop);
+        assert_eq!(FinishReason::parse("tool_use"), FinishReason::ToolCalls);
+        assert_eq!(FinishReason::parse("max_tokens"), FinishReason::Length);
+        assert_eq!(
+            FinishReason::parse("weird"),
+            FinishReason::Other("weird".into())
+        );
+    }
+}

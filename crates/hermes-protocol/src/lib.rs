@@ -1,0 +1,12 @@
+//! Plain data shared by every Hermes crate. No I/O and no async: the provider-neutral message
+//! model ([`Message`], [`ToolCall`], [`ToolSchema`]), token [`Usage`], the events a provider
+//! streams ([`StreamEvent`]), the events an agent emits to frontends ([`AgentEvent`]) and the
+//! outcome of one turn ([`TurnResult`]).
+
+mod event;
+mod message;
+mod usage;
+
+pub use event::{AgentEvent, FinishReason, StreamEvent, TurnResult};
+pub use message::{Message, Role, ToolCall, ToolSchema};
+pub use usage::Usage;

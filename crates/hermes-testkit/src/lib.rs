@@ -1,0 +1,21 @@
+//! Dev-only test kit for the Hermes workspace: a scripted mock
+//! OpenAI-compatible LLM server with fault injection and request capture,
+//! and isolated temp homes for running the `hermes` binary.
+//!
+//! ```no_run
+//! use hermes_testkit::{MockServer, Script, Turn};
+//! let server = MockServer::start(Script::new(vec![Turn::text("hello")]));
+//! let base_url = server.base_url(); // http://127.0.0.1:PORT/v1
+//! # let _ = base_url;
+//! ```
+
+mod home;
+mod http;
+mod mock_server;
+pub mod openai_sse;
+mod respond;
+mod script;
+
+pub use home::{TestHome, mock_config_yaml};
+pub use mock_server::{CapturedRequest, MockServer};
+pub use script::{Exhausted, Fault, MockToolCall, MockUsage, Reply, Script, Turn};

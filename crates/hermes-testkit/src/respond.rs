@@ -1,0 +1,266 @@
+//! Answers one admitted request on a connection: `/models`, 404s, and chat
+//! completions driven by the script turn (streamed or JSON replies, HTTP
+//! errors and transport faults), byte for byte.
+
+use std::io;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+use tokio::io::AsyncWrite;
+
+use crate::http::{self, Request};
+use crate::openai_sse::{RenderCtx, StreamPlan, completion_json, sse_event};
+use crate::script::{Exhausted, Fault, Reply, Script, Turn};
+
+/// What a request resolved to when it was captured.
+#[derive(Debug)]
+pub(crate) enum Dispatch {
+    /// `ordinal` = 0-based index among chat requests; `turn` = (script index, turn), `None` when exhausted.
+    Chat {
+        ordinal: usize,
+        turn: Option<(usize, Turn)>,
+    },
+    Models,
+    NotFound,
+}
+
+/// What to do with the connection after responding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    KeepAlive,
+    /// Shut the socket down (FIN, no RST) and stop serving it.
+    Close,
+}
+
+const JSON: &str = "application/json";
+
+fn content_type_json() -> Vec<(String, String)> {
+    vec![("Content-Type".to_owned(), JSON.to_owned())]
+}
+
+async fn sleep_ms(ms: u64) {
+    if ms > 0 {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+}
+
+/// Responds to `req`; `close` tells whether the client asked for `Connection: close`.
+pub(crate) async fn respond<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    req: &Request,
+    dispatch: Dispatch,
+    script: &Script,
+    close: bool,
+) -> io::Result<Outcome> {
+    match dispatch {
+        Dispatch::Models => {
+            let body = json!({"object": "list", "data": [{"id": "mock-model", "object": "model"}]});
+            let bytes = body.to_string().into_bytes();
+            http::write_response(w, 200, &content_type_json(), &bytes, close).await?;
+            Ok(Outcome::KeepAlive)
+        }
+        Dispatch::NotFound => {
+            let msg = format!("mock server: no route for {} {}", req.method, req.path());
+            write_error(w, 404, &msg, None, close).await?;
+            Ok(Outcome::KeepAlive)
+        }
+        Dispatch::Chat { ordinal, turn } => chat(w, req, ordinal, turn, script, close).await,
+    }
+}
+
+/// Facts about a chat request body that shape the response.
+struct ChatRequest {
+    stream: bool,
+    include_usage: bool,
+    model: String,
+    prompt_bytes: usize,
+}
+
+impl ChatRequest {
+    fn parse(req: &Request) -> ChatRequest {
+        let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+        let is_true = |v: Option<&Value>| v == Some(&Value::Bool(true));
+        ChatRequest {
+            stream: is_true(body.get("stream")),
+            include_usage: is_true(body.pointer("/stream_options/include_usage")),
+            model: body
+                .get("model")
+                .and_then(Value::as_str)
+                .unwrap_or("mock-model")
+                .to_owned(),
+            prompt_bytes: req.body.len(),
+        }
+    }
+
+    fn ctx(&self, turn: usize) -> RenderCtx {
+        let created = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        RenderCtx {
+            turn,
+            model: self.model.clone(),
+            prompt_bytes: self.prompt_bytes,
+            created,
+        }
+    }
+}
+
+async fn chat<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    req: &Request,
+    ordinal: usize,
+    turn: Option<(usize, Turn)>,
+    script: &Script,
+    close: bool,
+) -> io::Result<Outcome> {
+    let chat = ChatRequest::parse(req);
+    match turn {
+        None => match &script.on_exhausted {
+            Exhausted::Error => {
+                let body = json!({"error": {"message": "mock script exhausted"}});
+                let bytes = body.to_string().into_bytes();
+                http::write_response(w, 500, &content_type_json(), &bytes, close).await?;
+                Ok(Outcome::KeepAlive)
+            }
+            Exhausted::Text(text) => {
+                reply(w, &Reply::text(text.clone()), &chat, ordinal, close).await
+            }
+        },
+        Some((idx, Turn::Reply(r))) => reply(w, &r, &chat, idx, close).await,
+        Some((idx, Turn::Fault(f))) => fault(w, f, &chat, idx, close).await,
+    }
+}
+
+async fn reply<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    reply: &Reply,
+    chat: &ChatRequest,
+    turn: usize,
+    close: bool,
+) -> io::Result<Outcome> {
+    sleep_ms(reply.delay_ms).await;
+    let ctx = chat.ctx(turn);
+    if !chat.stream {
+        let bytes = completion_json(reply, &ctx).to_string().into_bytes();
+        http::write_response(w, 200, &content_type_json(), &bytes, close).await?;
+        return Ok(Outcome::KeepAlive);
+    }
+    http::write_sse_head(w, close).await?;
+    let events = StreamPlan::new(reply, &ctx).events(chat.include_usage);
+    for (i, event) in events.iter().enumerate() {
+        if i > 0 {
+            sleep_ms(reply.chunk_delay_ms).await;
+        }
+        http::write_chunk(w, event.as_bytes()).await?;
+    }
+    http::write_last_chunk(w).await?;
+    Ok(Outcome::KeepAlive)
+}
+
+async fn fault<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    fault: Fault,
+    chat: &ChatRequest,
+    turn: usize,
+    close: bool,
+) -> io::Result<Outcome> {
+    match fault {
+        Fault::Http {
+            status,
+            message,
+            retry_after,
+        } => {
+            write_error(w, status, &message, retry_after, close).await?;
+            Ok(Outcome::KeepAlive)
+        }
+        Fault::HttpRaw {
+            status,
+            mut headers,
+            body,
+        } => {
+            if !headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+            {
+                headers.extend(content_type_json());
+            }
+            http::write_response(w, status, &headers, body.as_bytes(), close).await?;
+            Ok(Outcome::KeepAlive)
+        }
+        Fault::Drop => Ok(Outcome::Close),
+        Fault::Hang { ms } => {
+            sleep_ms(ms).await;
+            Ok(Outcome::Close)
+        }
+        Fault::DropMidStream {
+            after_chunks,
+            reply,
+        } => {
+            sleep_ms(reply.delay_ms).await;
+            let ctx = chat.ctx(turn);
+            if !chat.stream {
+                // Non-streaming: announce the full length, send half, hang up.
+                let bytes = completion_json(&reply, &ctx).to_string().into_bytes();
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: {JSON}\r\nContent-Length: {}\r\n\r\n",
+                    bytes.len()
+                );
+                let mut out = head.into_bytes();
+                out.extend_from_slice(&bytes[..bytes.len() / 2]);
+                tokio::io::AsyncWriteExt::write_all(w, &out).await?;
+                return Ok(Outcome::Close);
+            }
+            http::write_sse_head(w, false).await?;
+            let plan = StreamPlan::new(&reply, &ctx);
+            for (i, chunk) in plan.deltas.iter().take(after_chunks).enumerate() {
+                if i > 0 {
+                    sleep_ms(reply.chunk_delay_ms).await;
+                }
+                http::write_chunk(w, sse_event(chunk).as_bytes()).await?;
+            }
+            Ok(Outcome::Close)
+        }
+        Fault::RawSse(lines) => {
+            http::write_sse_head(w, true).await?;
+            for line in lines {
+                let data = if line.ends_with('\n') {
+                    line
+                } else {
+                    format!("{line}\n\n")
+                };
+                http::write_chunk(w, data.as_bytes()).await?;
+            }
+            http::write_last_chunk(w).await?;
+            Ok(Outcome::Close)
+        }
+    }
+}
+
+/// OpenAI-style `(type, code)` for an error status.
+fn error_kind(status: u16) -> (&'static str, Value) {
+    match status {
+        401 => ("invalid_request_error", json!("invalid_api_key")),
+        403 => ("permission_error", Value::Null),
+        404 => ("invalid_request_error", json!("model_not_found")),
+        429 => ("requests", json!("rate_limit_exceeded")),
+        500..=599 => ("server_error", Value::Null),
+        _ => ("invalid_request_error", Value::Null),
+    }
+}
+
+async fn write_error<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    status: u16,
+    message: &str,
+    retry_after: Option<u64>,
+    close: bool,
+) -> io::Result<()> {
+    let (kind, code) = error_kind(status);
+    let body = json!({"error": {"message": message, "type": kind, "param": null, "code": code}});
+    let mut headers = content_type_json();
+    if let Some(secs) = retry_after {
+        headers.push(("Retry-After".to_owned(), secs.to_string()));
+    }
+    http::write_response(w, status, &headers, body.to_string().as_bytes(), close).await
+}

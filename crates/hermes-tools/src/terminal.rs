@@ -1,0 +1,240 @@
+//! The `terminal` tool: runs a shell command in the foreground (`bash -c`, its own process
+//! group), with a timeout that kills the whole group, stdout and stderr merged in order, output
+//! bounded in memory and truncated head+tail for the model, ANSI escapes removed, and the exit
+//! code reported with a note when a non-zero code is not an error (grep finding nothing, ...).
+
+mod capture;
+mod process_group;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::io::AsyncReadExt;
+
+use crate::output::{strip_ansi, truncate_middle};
+use crate::{Tool, ToolContext, ToolError, ToolResult, paths};
+use capture::BoundedCapture;
+
+/// Characters of output the model gets; 40 % from the head, 60 % from the tail.
+pub const MAX_OUTPUT_CHARS: usize = 50_000;
+/// Bytes of output kept in memory while a command runs (head and tail).
+const CAPTURE_BYTES: usize = 256 * 1024;
+/// After the command exits, how long to keep reading output that its background children may
+/// still hold the pipe open for.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
+/// Grace between SIGTERM and SIGKILL.
+const KILL_GRACE: Duration = Duration::from_secs(2);
+/// The longest timeout a call may ask for.
+const MAX_TIMEOUT_SECS: u64 = 3600;
+
+pub struct TerminalTool;
+
+#[derive(Deserialize)]
+struct TerminalArgs {
+    command: String,
+    #[serde(default)]
+    timeout: Option<u64>,
+    #[serde(default)]
+    workdir: Option<String>,
+}
+
+#[async_trait::async_trait]
+impl Tool for TerminalTool {
+    fn name(&self) -> &'static str {
+        "terminal"
+    }
+    fn toolset(&self) -> &'static str {
+        "terminal"
+    }
+    fn description(&self) -> &'static str {
+        "Run a shell command (bash) and return its combined stdout/stderr and exit code. Non-interactive: pass flags such as -y; no sudo prompts. Long output is truncated in the middle."
+    }
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "The command line to run"},
+                "timeout": {"type": "integer", "description": "Seconds before the command is killed (default 180)", "minimum": 1},
+                "workdir": {"type": "string", "description": "Directory to run in (default: the working directory)"}
+            },
+            "required": ["command"]
+        })
+    }
+    fn preview(&self, args: &Value) -> String {
+        crate::output::shorten_line(
+            args.get("command").and_then(Value::as_str).unwrap_or(""),
+            60,
+        )
+    }
+    async fn call(&self, args: Value, ctx: &ToolContext) -> ToolResult {
+        let args: TerminalArgs = serde_json::from_value(args)
+            .map_err(|e| ToolError::new(format!("invalid arguments: {e}")))?;
+        if args.command.trim().is_empty() {
+            return Err(ToolError::new("command is empty"));
+        }
+        let workdir = match &args.workdir {
+            Some(w) => paths::resolve(&ctx.cwd, w),
+            None => ctx.cwd.clone(),
+        };
+        if !workdir.is_dir() {
+            return Err(ToolError::new(format!(
+                "working directory does not exist: {}",
+                workdir.display()
+            )));
+        }
+        let timeout = args
+            .timeout
+            .map(|s| Duration::from_secs(s.clamp(1, MAX_TIMEOUT_SECS)))
+            .unwrap_or(ctx.terminal_timeout);
+        let run = run_command(&args.command, &workdir, timeout, ctx).await?;
+        Ok(run.into_result(&args.command))
+    }
+}
+
+/// How a command ended.
+#[derive(Debug)]
+pub struct CommandRun {
+    pub output: String,
+    /// None when killed by a signal.
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub timed_out: Option<Duration>,
+    pub interrupted: bool,
+}
+
+impl CommandRun {
+    fn into_result(self, command: &str) -> Value {
+        let output = truncate_middle(
+            strip_ansi(self.output.trim_end()).as_str(),
+            MAX_OUTPUT_CHARS,
+            0.4,
+        );
+        let exit_code = self
+            .exit_code
+            .unwrap_or_else(|| self.signal.map_or(-1, |s| 128 + s));
+        let mut result = json!({ "output": output, "exit_code": exit_code });
+        if let Some(limit) = self.timed_out {
+            result["error"] = json!(format!(
+                "command timed out after {}s and was killed; run long jobs with a larger timeout",
+                limit.as_secs()
+            ));
+        } else if self.interrupted {
+            result["error"] = json!("interrupted by the user; the command was killed");
+        } else if let Some(note) = exit_note(command, exit_code) {
+            result["note"] = json!(note);
+        }
+        result
+    }
+}
+
+fn shell() -> &'static str {
+    if Path::new("/bin/bash").exists() {
+        "/bin/bash"
+    } else {
+        "/bin/sh"
+    }
+}
+
+/// Runs `command` in its own process group, merging stdout and stderr into one pipe.
+pub async fn run_command(
+    command: &str,
+    workdir: &Path,
+    timeout: Duration,
+    ctx: &ToolContext,
+) -> Result<CommandRun, ToolError> {
+    let (reader, writer) =
+        std::io::pipe().map_err(|e| ToolError::new(format!("cannot create a pipe: {e}")))?;
+    let writer_err = writer
+        .try_clone()
+        .map_err(|e| ToolError::new(format!("cannot create a pipe: {e}")))?;
+    let mut cmd = tokio::process::Command::new(shell());
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(workdir)
+        .env_clear()
+        .envs(ctx.child_env.vars().iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::from(writer_err))
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| ToolError::new(format!("cannot start {}: {e}", shell())))?;
+    // The parent's copies of the write end must close, or reading never sees EOF.
+    drop(cmd);
+    let pgid = child.id();
+    let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into())
+        .map_err(|e| ToolError::new(format!("cannot read command output: {e}")))?;
+
+    let mut capture = BoundedCapture::new(CAPTURE_BYTES);
+    let mut buf = vec![0u8; 16 * 1024];
+    let deadline = tokio::time::sleep(timeout);
+    tokio::pin!(deadline);
+    let mut pipe_open = true;
+    let mut timed_out = None;
+    let mut interrupted = false;
+
+    let status = loop {
+        tokio::select! {
+            read = pipe.read(&mut buf), if pipe_open => match read {
+                Ok(0) | Err(_) => pipe_open = false,
+                Ok(n) => capture.push(&buf[..n]),
+            },
+            status = child.wait() => break status,
+            () = &mut deadline => {
+                timed_out = Some(timeout);
+                break process_group::terminate(&mut child, pgid, KILL_GRACE).await;
+            }
+            () = ctx.cancel.cancelled() => {
+                interrupted = true;
+                break process_group::terminate(&mut child, pgid, KILL_GRACE).await;
+            }
+        }
+    };
+    // Output written just before exit, or by children still holding the pipe.
+    let drain_until = tokio::time::Instant::now() + DRAIN_AFTER_EXIT;
+    while pipe_open {
+        match tokio::time::timeout_at(drain_until, pipe.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => capture.push(&buf[..n]),
+            _ => pipe_open = false,
+        }
+    }
+    let status =
+        status.map_err(|e| ToolError::new(format!("waiting for the command failed: {e}")))?;
+    use std::os::unix::process::ExitStatusExt;
+    Ok(CommandRun {
+        output: capture.into_string(),
+        exit_code: status.code(),
+        signal: status.signal(),
+        timed_out,
+        interrupted,
+    })
+}
+
+/// Explains non-zero exit codes that are not failures.
+fn exit_note(command: &str, exit_code: i32) -> Option<&'static str> {
+    if exit_code == 0 {
+        return None;
+    }
+    let last = command
+        .rsplit(['|', ';', '&'])
+        .next()
+        .unwrap_or(command)
+        .split_whitespace()
+        .find(|w| !w.contains('='))
+        .unwrap_or("");
+    let base = last.rsplit('/').next().unwrap_or(last);
+    match (base, exit_code) {
+        ("grep" | "egrep" | "fgrep" | "rg" | "ag", 1) => Some("no matches found (not an error)"),
+        ("diff" | "cmp", 1) => Some("the inputs differ (not an error)"),
+        ("test" | "[", 1) => Some("the condition is false (not an error)"),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests;
