@@ -148,11 +148,11 @@ impl Agent {
         budget: &IterationBudget,
     ) -> TurnResult {
         history::close_dangling_tool_calls(&mut history);
-        history.push(Message::user(user_message));
         let mut turn = TurnResult {
             messages: history,
             ..TurnResult::default()
         };
+        append(&mut turn, sink, Message::user(user_message));
         let ctx = self.tool_ctx.with_cancel(cancel.clone());
         let call = ModelCall {
             provider: self.provider.as_ref(),
@@ -167,7 +167,7 @@ impl Agent {
         loop {
             let grace = !budget.try_consume();
             if grace {
-                turn.messages.push(Message::user(GRACE_NOTE));
+                append(&mut turn, sink, Message::user(GRACE_NOTE));
             }
             let tools: &[ToolSchema] = if grace { &[] } else { &self.schemas };
             sink.emit(AgentEvent::ModelCallStarted {
@@ -181,8 +181,11 @@ impl Agent {
                     } else {
                         &text
                     };
-                    turn.messages
-                        .push(Message::assistant(note).with_reasoning(Some(reasoning)));
+                    append(
+                        &mut turn,
+                        sink,
+                        Message::assistant(note).with_reasoning(Some(reasoning)),
+                    );
                     turn.interrupted = true;
                     break;
                 }
@@ -205,8 +208,11 @@ impl Agent {
 
             if response.tool_calls.is_empty() || grace {
                 turn.final_text = response.text.trim().to_string();
-                turn.messages
-                    .push(Message::assistant(response.text).with_reasoning(reasoning));
+                append(
+                    &mut turn,
+                    sink,
+                    Message::assistant(response.text).with_reasoning(reasoning),
+                );
                 turn.completed = !grace;
                 break;
             }
@@ -216,7 +222,9 @@ impl Agent {
             let all_invalid = planned
                 .iter()
                 .all(|p| matches!(p.action, Action::Reject(_)));
-            turn.messages.push(
+            append(
+                &mut turn,
+                sink,
                 Message::assistant_with_tools(
                     response.text,
                     planned.iter().map(|p| p.call.clone()).collect(),
@@ -225,7 +233,9 @@ impl Agent {
             );
             let results =
                 executor::execute(&planned, &ctx, sink, self.options.max_parallel_tools).await;
-            turn.messages.extend(results);
+            for result in results {
+                append(&mut turn, sink, result);
+            }
 
             if cancel.is_cancelled() {
                 turn.interrupted = true;
@@ -294,4 +304,10 @@ impl Agent {
             })
             .collect()
     }
+}
+
+/// Appends to the conversation and tells the sink (persistence commits it at once).
+fn append(turn: &mut TurnResult, sink: &dyn EventSink, message: Message) {
+    sink.emit(AgentEvent::MessageAdded(message.clone()));
+    turn.messages.push(message);
 }

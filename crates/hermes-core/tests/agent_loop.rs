@@ -133,6 +133,16 @@ async fn tool_results_go_back_with_the_call_ids_in_order() {
         .collect();
     assert_eq!(finished.len(), 3);
     assert!(finished.iter().all(|(_, ok)| *ok));
+    // Every message the turn added was announced, in order, as it was added.
+    let added: Vec<hermes_protocol::Message> = rec
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            AgentEvent::MessageAdded(m) => Some(m),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(added, result.messages);
 }
 
 #[tokio::test]

@@ -72,6 +72,9 @@ pub enum AgentEvent {
     Status(String),
     /// Token usage of one model call.
     Usage(Usage),
+    /// A message was appended to the conversation (the user message, each assistant message,
+    /// each tool result), in order, the moment it exists: persistence listens to this.
+    MessageAdded(Message),
 }
 
 /// The outcome of [`run_turn`](../hermes_core/struct.Agent.html): the final answer and the
