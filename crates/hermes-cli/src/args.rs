@@ -26,6 +26,19 @@ pub struct Cli {
 pub enum Command {
     /// Chat interactively, or answer one query with -q.
     Chat(ChatArgs),
+    /// Count the tokens of the system prompt and of each tool schema sent with every request.
+    #[command(name = "prompt-size")]
+    PromptSize(PromptSizeArgs),
+    /// List, show, search, rename, delete, export or prune stored sessions.
+    Sessions(crate::sessions_cmd::SessionsArgs),
+    /// Models: `fetch-local` downloads the default local model.
+    Model(crate::model_cmd::ModelArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PromptSizeArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
 }
 
 #[derive(Debug, Args)]
@@ -67,6 +80,32 @@ pub struct CommonArgs {
     /// Use the profile NAME: a separate home under $HERMES_HOME/profiles/NAME.
     #[arg(short = 'p', long = "profile", value_name = "NAME")]
     pub profile: Option<String>,
+
+    /// Leave SOUL.md, project context files (AGENTS.md, ...) and the memory snapshot out of the
+    /// system prompt.
+    #[arg(long = "ignore-rules")]
+    pub ignore_rules: bool,
+
+    /// Print the token usage and estimated cost of the run on stderr at the end.
+    #[arg(long)]
+    pub usage: bool,
+
+    /// Continue the stored session ID (an id, a unique id prefix, or a title).
+    #[arg(
+        short = 'r',
+        long = "resume",
+        value_name = "ID",
+        conflicts_with = "continue_last"
+    )]
+    pub resume: Option<String>,
+
+    /// Continue the most recent session started in this directory (else the most recent one).
+    #[arg(short = 'c', long = "continue")]
+    pub continue_last: bool,
+
+    /// Append each turn's conversation to $HERMES_HOME/trajectories/ (ShareGPT JSONL).
+    #[arg(long = "save-trajectories")]
+    pub save_trajectories: bool,
 }
 
 impl CommonArgs {
@@ -80,6 +119,11 @@ impl CommonArgs {
             yolo: self.yolo || later.yolo,
             max_turns: later.max_turns.or(self.max_turns),
             profile: later.profile.clone().or_else(|| self.profile.clone()),
+            ignore_rules: self.ignore_rules || later.ignore_rules,
+            usage: self.usage || later.usage,
+            resume: later.resume.clone().or_else(|| self.resume.clone()),
+            continue_last: self.continue_last || later.continue_last,
+            save_trajectories: self.save_trajectories || later.save_trajectories,
         }
     }
 }

@@ -3,10 +3,19 @@
 
 mod args;
 mod error;
+mod interaction;
+mod judge;
+mod model_cmd;
 mod oneshot;
+mod persist;
+mod prompt_size;
+mod provider;
 mod render;
 mod repl;
+mod resume;
+mod sessions_cmd;
 mod setup;
+mod trajectory;
 
 use std::process::ExitCode;
 
@@ -45,5 +54,10 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             }
         }
         (None, None) => runtime.block_on(repl::run(&cli.common)),
+        (None, Some(Command::PromptSize(size))) => {
+            prompt_size::run(&cli.common.merged(&size.common))
+        }
+        (None, Some(Command::Sessions(sessions))) => sessions_cmd::run(&cli.common, sessions),
+        (None, Some(Command::Model(model))) => model_cmd::run(model),
     }
 }

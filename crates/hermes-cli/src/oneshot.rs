@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::args::CommonArgs;
 use crate::error::CliError;
+use crate::persist::Tee;
 use crate::render::{ProgressRenderer, StreamRenderer};
 use crate::setup;
 
@@ -25,13 +26,15 @@ pub async fn run(args: &CommonArgs, prompt: &str, style: Style) -> Result<ExitCo
     }
     let cancel = CancellationToken::new();
     spawn_interrupt_handler(cancel.clone());
+    let recorder = session.persistence.start(&session.agent);
+    let history = session.persistence.history();
     let (result, streamed) = match style {
         Style::AnswerOnly => {
             let sink = ProgressRenderer::new();
             (
                 session
                     .agent
-                    .run_turn(prompt, Vec::new(), &sink, cancel)
+                    .run_turn(prompt, history, &Tee(&recorder, &sink), cancel)
                     .await,
                 false,
             )
@@ -40,14 +43,20 @@ pub async fn run(args: &CommonArgs, prompt: &str, style: Style) -> Result<ExitCo
             let sink = StreamRenderer::new();
             let r = session
                 .agent
-                .run_turn(prompt, Vec::new(), &sink, cancel)
+                .run_turn(prompt, history, &Tee(&recorder, &sink), cancel)
                 .await;
             sink.finish_turn();
             (r, true)
         }
     };
+    recorder.end_turn(&result);
+    // Background processes die with the session, whatever the outcome of the turn.
+    session.background.shutdown().await;
     if result.interrupted {
         return Err(CliError::interrupted());
+    }
+    if args.usage {
+        eprintln!("{}", crate::render::usage_line(&result));
     }
     if let Some(reason) = result.error {
         return Err(CliError::runtime(reason));
@@ -73,6 +82,7 @@ pub fn spawn_interrupt_handler(cancel: CancellationToken) {
         }
         cancel.cancel();
         if tokio::signal::ctrl_c().await.is_ok() {
+            hermes_tools::process::kill_all_now();
             std::process::exit(130);
         }
     });

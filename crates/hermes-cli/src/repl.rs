@@ -4,6 +4,7 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use hermes_protocol::Message;
 use tokio::sync::mpsc;
@@ -11,14 +12,18 @@ use tokio_util::sync::CancellationToken;
 
 use crate::args::CommonArgs;
 use crate::error::CliError;
+use crate::interaction::{Lines, Terminal};
+use crate::persist::Tee;
 use crate::render::StreamRenderer;
 use crate::setup;
 
-const HELP: &str = "Commands: /new (or /reset) starts a new conversation, /help shows this, /quit (or Ctrl-D) exits.
+const HELP: &str = "Commands: /new (or /reset) starts a new conversation, /title [NAME] shows or sets its title, /help shows this, /quit (or Ctrl-D) exits.
 Ctrl-C stops the running turn. End a line with \\ to continue on the next line.";
 
 pub async fn run(args: &CommonArgs) -> Result<ExitCode, CliError> {
-    let session = setup::build(args, "cli")?;
+    // One reader of stdin: messages and the answers to approval/clarify prompts share it.
+    let lines = Lines::new(spawn_stdin_reader());
+    let session = setup::build_with(args, "cli", Arc::new(Terminal::new(lines.clone())))?;
     for w in &session.warnings {
         eprintln!("hermes: {w}");
     }
@@ -31,22 +36,28 @@ pub async fn run(args: &CommonArgs) -> Result<ExitCode, CliError> {
             session.agent.tool_schemas().len()
         );
     }
-    let mut lines = spawn_stdin_reader();
-    let mut history: Vec<Message> = Vec::new();
+    let recorder = session.persistence.start(&session.agent);
+    if let Some(resumed) = session.persistence.resumed() {
+        print!("{}", crate::resume::recap(resumed));
+    }
+    let mut history: Vec<Message> = session.persistence.history();
     let renderer = StreamRenderer::new();
+    let sink = Tee(&recorder, &renderer);
     loop {
         if interactive {
             print!("\n❯ ");
             let _ = std::io::stdout().flush();
         }
         let input = tokio::select! {
-            line = read_message(&mut lines) => line,
+            line = lines.next_message() => line,
             _ = tokio::signal::ctrl_c() => {
                 println!();
+                session.background.shutdown().await;
                 return Ok(ExitCode::from(130));
             }
         };
         let Some(input) = input else {
+            session.background.shutdown().await;
             return Ok(ExitCode::SUCCESS);
         };
         let text = input.trim();
@@ -54,14 +65,22 @@ pub async fn run(args: &CommonArgs) -> Result<ExitCode, CliError> {
             continue;
         }
         match text {
-            "/quit" | "/exit" | "/q" => return Ok(ExitCode::SUCCESS),
+            "/quit" | "/exit" | "/q" => {
+                session.background.shutdown().await;
+                return Ok(ExitCode::SUCCESS);
+            }
             "/new" | "/reset" => {
                 history.clear();
+                recorder.new_session();
                 println!("Started a new conversation.");
                 continue;
             }
             "/help" => {
                 println!("{HELP}");
+                continue;
+            }
+            cmd if cmd == "/title" || cmd.starts_with("/title ") => {
+                println!("{}", recorder.title_command(&cmd["/title".len()..]));
                 continue;
             }
             cmd if cmd.starts_with('/') && !cmd.contains(char::is_whitespace) => {
@@ -71,12 +90,10 @@ pub async fn run(args: &CommonArgs) -> Result<ExitCode, CliError> {
             _ => {}
         }
         let cancel = CancellationToken::new();
-        let turn = session.agent.run_turn(
-            text,
-            std::mem::take(&mut history),
-            &renderer,
-            cancel.clone(),
-        );
+        let turn =
+            session
+                .agent
+                .run_turn(text, std::mem::take(&mut history), &sink, cancel.clone());
         tokio::pin!(turn);
         let result = tokio::select! {
             r = &mut turn => r,
@@ -86,7 +103,9 @@ pub async fn run(args: &CommonArgs) -> Result<ExitCode, CliError> {
             }
         };
         renderer.finish_turn();
+        let unfinished = recorder.end_turn(&result);
         history = result.messages;
+        history.extend(unfinished);
         if result.interrupted {
             println!("  · interrupted");
         } else if let Some(err) = result.error {
@@ -108,22 +127,4 @@ fn spawn_stdin_reader() -> mpsc::Receiver<String> {
         }
     });
     rx
-}
-
-/// One message: lines joined while they end with a backslash. `None` at end of input.
-async fn read_message(lines: &mut mpsc::Receiver<String>) -> Option<String> {
-    let mut message = String::new();
-    loop {
-        let line = lines.recv().await?;
-        match line.strip_suffix('\\') {
-            Some(start) => {
-                message.push_str(start);
-                message.push('\n');
-            }
-            None => {
-                message.push_str(&line);
-                return Some(message);
-            }
-        }
-    }
 }

@@ -6,10 +6,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use hermes_config::{Config, Environment, HermesHome};
+use hermes_core::memory::{MemorySettings, MemoryStore, MemoryTool};
 use hermes_core::{Agent, AgentOptions, prompt};
-use hermes_llm::{HttpTimeouts, Overrides, ProviderSpec, RetryPolicy};
-use hermes_tools::secrets::ChildEnv;
-use hermes_tools::{Registry, ToolContext};
+use hermes_llm::{Overrides, ProviderSpec, RetryPolicy};
+use hermes_tools::{
+    CommandJudge, Interaction, ProcessRegistry, Registry, SessionTools, ToolContext,
+};
 
 use crate::args::CommonArgs;
 use crate::error::CliError;
@@ -19,6 +21,17 @@ pub struct Session {
     pub agent: Agent,
     pub spec: ProviderSpec,
     /// Things the user should know (toolsets this build lacks, ...), printed on stderr.
+    pub warnings: Vec<String>,
+    /// The stored session this run records into (new, or resumed).
+    pub persistence: crate::resume::Persistence,
+    /// Background processes of the session: shut down before exit.
+    pub background: Arc<ProcessRegistry>,
+}
+
+/// The tools and system prompt of a session, before any provider is involved.
+pub struct Prepared {
+    pub tools: Registry,
+    pub system_prompt: String,
     pub warnings: Vec<String>,
 }
 
@@ -31,50 +44,78 @@ pub fn load_home(args: &CommonArgs) -> Result<(HermesHome, Config, Environment),
     Ok((home, config, env))
 }
 
-/// Builds the agent for `platform` (`cli`, ...).
+/// Builds the agent for `platform` (`cli`, ...) with nobody to ask (one-shot runs).
 pub fn build(args: &CommonArgs, platform: &str) -> Result<Session, CliError> {
-    let (_home, config, env) = load_home(args)?;
+    build_with(args, platform, Arc::new(crate::interaction::Unattended))
+}
+
+/// Builds the agent for `platform`, asking the user through `interaction`.
+pub fn build_with(
+    args: &CommonArgs,
+    platform: &str,
+    interaction: Arc<dyn Interaction>,
+) -> Result<Session, CliError> {
+    let (home, config, env) = load_home(args)?;
     let overrides = Overrides {
         provider: args.provider.clone(),
         model: args.model.clone(),
         base_url: args.base_url.clone(),
     };
-    let spec = hermes_llm::resolve(&config.model, &env, &overrides)
-        .map_err(|e| CliError::config(e.to_string()))?;
-    let provider = hermes_llm::build_provider(&spec, &HttpTimeouts::default())
-        .map_err(|e| CliError::config(e.to_string()))?;
-
-    let toolsets: Vec<String> = match &args.toolsets {
-        Some(list) => list
-            .split([',', ' '])
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .collect(),
-        None => config.toolsets.clone(),
+    let mut providers = crate::provider::build(&config, &env, &home, &overrides)?;
+    let spec = providers.spec.clone();
+    // The in-process model (hermes-local) replaces the HTTP provider a `local` spec implies.
+    let local_err = |e: hermes_local::LocalError| CliError::config(e.to_string());
+    providers.primary = if spec.is_local() {
+        hermes_local::provider_for(&spec, &config.model, home.root()).map_err(local_err)?
+    } else {
+        hermes_local::with_tool_calling(&config.model, providers.primary).map_err(local_err)?
     };
-    let (selected, warnings) = Registry::builtin()
-        .select(&toolsets)
-        .map_err(|e| CliError::config(e.to_string()))?;
-    let tools = selected.available(&env);
+    let persistence = crate::resume::Persistence::plan(args, &home, &config, &spec, platform)?;
 
     let cwd = tool_cwd(&config)?;
-    let tool_ctx = ToolContext {
-        child_env: Arc::new(ChildEnv::from_process(&config.terminal.env_passthrough)),
-        terminal_timeout: std::time::Duration::from_secs(config.terminal.timeout.max(1)),
-        ..ToolContext::new(cwd.clone())
-    };
-
-    let tool_names = tools.names();
-    let date = prompt::today();
-    let system_prompt = prompt::build(&prompt::PromptInputs {
-        identity: None,
-        cwd: &cwd,
-        model: &spec.model,
-        provider: &spec.provider,
-        date: &date,
-        tool_names: &tool_names,
+    let Prepared {
+        tools,
+        system_prompt,
+        warnings,
+    } = prepare(
+        args,
         platform,
-    });
+        &home,
+        &config,
+        &env,
+        &cwd,
+        (&spec.model, &spec.provider),
+    )?;
+    let judge: Arc<dyn CommandJudge> = Arc::new(crate::judge::ProviderJudge::new(
+        providers.primary.clone(),
+        &spec.model,
+    ));
+    // Redacted as `[REDACTED:NAME]`: the variable the key came from, else `model.api_key`.
+    let key_name = spec
+        .key_source
+        .clone()
+        .filter(|s| {
+            s.chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        })
+        .unwrap_or_else(|| "model.api_key".into());
+    let tool_ctx = ToolContext::for_session(SessionTools {
+        cwd: cwd.clone(),
+        home: &home,
+        config: &config,
+        env: &env,
+        yolo: args.yolo,
+        interaction,
+        judge: Some(judge),
+        known_secrets: spec
+            .api_key
+            .iter()
+            .map(|k| (key_name.clone(), k.clone()))
+            .collect(),
+        session_id: persistence.session_id().to_string(),
+    })
+    .map_err(|e| CliError::config(e.to_string()))?;
+    let background = tool_ctx.processes.clone();
 
     let agent_cfg = &config.agent;
     let options = AgentOptions {
@@ -90,17 +131,108 @@ pub fn build(args: &CommonArgs, platform: &str) -> Result<Session, CliError> {
         max_parallel_tools: agent_cfg.max_parallel_tools.clamp(1, 64),
         key_hint: spec.key_source.clone(),
     };
-    let agent = Agent::new(provider, tools, system_prompt, options, tool_ctx);
+    let compression: hermes_core::compress::CompressionSettings = config
+        .section("compression")
+        .map_err(|e| CliError::config(e.to_string()))?;
+    let aux = crate::provider::auxiliary(
+        &config,
+        &env,
+        &home,
+        "compression",
+        &providers.primary,
+        &spec.model,
+    )?;
+    let mut agent = Agent::new(providers.primary, tools, system_prompt, options, tool_ctx)
+        .with_fallbacks(providers.fallbacks);
+    if compression.enabled {
+        agent = agent.with_compressor(hermes_core::compress::Compressor::new(
+            compression,
+            &spec.model,
+            aux,
+        ));
+    }
+    let mut warnings = warnings;
+    warnings.extend(hermes_local::default_model_notice(&spec, &home.config_path()));
+    warnings.extend(providers.warnings);
     Ok(Session {
         agent,
         spec,
+        warnings,
+        persistence,
+        background,
+    })
+}
+
+/// Selects the tools (the memory tool registered first, so toolset `memory` finds it) and
+/// assembles the system prompt, which is then fixed for the session.
+pub fn prepare(
+    args: &CommonArgs,
+    platform: &str,
+    home: &HermesHome,
+    config: &Config,
+    env: &Environment,
+    cwd: &std::path::Path,
+    (model, provider): (&str, &str),
+) -> Result<Prepared, CliError> {
+    let config_err = |e: hermes_config::ConfigError| CliError::config(e.to_string());
+    let toolsets: Vec<String> = match &args.toolsets {
+        Some(list) => list
+            .split([',', ' '])
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect(),
+        None => config.toolsets.clone(),
+    };
+    let memory_settings = MemorySettings::from_config(config).map_err(config_err)?;
+    let mut registry = Registry::builtin();
+    registry.register(crate::persist::search_tool(home));
+    let memory = memory_settings.enabled().then(|| {
+        Arc::new(MemoryStore::new(
+            home.join("memories"),
+            memory_settings.limits(),
+        ))
+    });
+    if let Some(store) = &memory {
+        registry.register(Arc::new(MemoryTool::new(store.clone())));
+    }
+    let (selected, mut warnings) = registry
+        .select(&toolsets)
+        .map_err(|e| CliError::config(e.to_string()))?;
+    let tools = selected.available(env);
+    if !memory_settings.provider.trim().is_empty() {
+        warnings.push(format!(
+            "memory.provider `{}` is not available in this build; using the built-in memory files",
+            memory_settings.provider.trim()
+        ));
+    }
+
+    let tool_names = tools.names();
+    let date = prompt::today();
+    let assembled = prompt::assemble(prompt::SessionPromptInputs {
+        home,
+        config,
+        cwd,
+        model,
+        provider,
+        tool_names: &tool_names,
+        platform,
+        ignore_rules: args.ignore_rules,
+        memory: memory.as_deref(),
+        skills_index: None,
+        date: &date,
+    })
+    .map_err(config_err)?;
+    warnings.extend(assembled.warnings);
+    Ok(Prepared {
+        tools,
+        system_prompt: assembled.text,
         warnings,
     })
 }
 
 /// Where tools run: `terminal.cwd` (relative to the current directory), else the current
 /// directory.
-fn tool_cwd(config: &Config) -> Result<PathBuf, CliError> {
+pub fn tool_cwd(config: &Config) -> Result<PathBuf, CliError> {
     let here = std::env::current_dir()
         .map_err(|e| CliError::config(format!("cannot determine the current directory: {e}")))?;
     let Some(dir) = config

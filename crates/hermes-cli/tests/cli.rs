@@ -161,11 +161,19 @@ fn a_home_that_cannot_be_created_is_a_clear_error() {
 }
 
 #[test]
-fn no_provider_tells_how_to_configure_one() {
+fn no_provider_falls_back_to_the_local_model_and_says_how_to_get_it() {
+    // Nothing configured, no key: the default local model, which a fresh home does not have.
     let home = TestHome::new();
     let o = run(&home, &["-z", "hi"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("model.provider"), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "");
+    let err = stderr(&o);
+    assert!(err.contains("model.provider"), "{err}");
+    if cfg!(feature = "local") {
+        assert!(err.contains("hermes model fetch-local"), "{err}");
+    } else {
+        assert!(err.contains("--features local"), "{err}");
+    }
 }
 
 #[test]
@@ -197,7 +205,7 @@ fn flags_override_config() {
         .iter()
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["read_file", "write_file"]);
+    assert_eq!(names, ["read_file", "write_file", "patch", "search_files"]);
     assert!(
         server.requests()[0].header("authorization").is_none(),
         "loopback needs no key"

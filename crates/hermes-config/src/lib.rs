@@ -6,6 +6,7 @@
 //! overlay that lookups consult after the real environment, so secrets from `.env` reach
 //! providers without leaking into tool subprocesses.
 
+mod edit;
 mod env;
 mod error;
 mod fsutil;
@@ -13,6 +14,7 @@ mod home;
 mod settings;
 mod yaml;
 
+pub use edit::add_to_list;
 pub use env::Environment;
 pub use error::ConfigError;
 pub use fsutil::atomic_write;

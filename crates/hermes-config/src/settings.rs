@@ -37,6 +37,28 @@ pub struct ModelSettings {
     /// Output token limit sent with each request (none by default: the provider decides).
     pub max_tokens: Option<u32>,
     pub temperature: Option<f32>,
+    /// `provider: local`: the GGUF file to run (relative paths are under `$HERMES_HOME`).
+    pub path: Option<String>,
+    /// `provider: local`: a built-in chat template name (`gemma`, `chatml`, `llama3`, ...) or
+    /// a template text; none uses the template stored in the GGUF.
+    pub chat_template: Option<String>,
+    /// Context window in tokens (`provider: local`: the KV cache size).
+    pub context_length: Option<u32>,
+    /// `provider: local`: inference threads (default: the machine's physical cores).
+    pub threads: Option<u32>,
+    /// `provider: local`: nucleus sampling and the sampling seed.
+    pub top_p: Option<f32>,
+    pub seed: Option<u32>,
+    /// `native` (default): the provider's own tool calling; `prompt`: tools are described in
+    /// the system prompt and the reply parsed back into tool calls (for OpenAI-compatible
+    /// servers without tool support; always the case for `provider: local`).
+    pub tool_calling: Option<String>,
+    /// `provider: local`: `auto` (default: the model answers in text or calls a tool) or
+    /// `required` (while tools are offered, every reply is a tool call).
+    pub tool_choice: Option<String>,
+    /// Wire format override: `chat_completions`, `anthropic_messages` or `codex_responses`
+    /// (default: the provider's own, else guessed from the base URL).
+    pub api_mode: Option<String>,
 }
 
 /// `agent:` — the turn loop.

@@ -11,7 +11,9 @@ use hermes_tools::{Registry, ToolContext};
 use tokio_util::sync::CancellationToken;
 
 use crate::executor::{self, Action, PlannedCall};
-use crate::model_call::{CallFailure, ModelCall};
+use crate::memory::provider::{self as memory_provider, AttachError, MemoryProvider};
+use crate::compress::{Compressed, Compressor, tokens};
+use crate::model_call::{CallFailure, ModelCall, ModelTarget};
 use crate::{EventSink, IterationBudget, NoEvents, history, repair};
 
 /// Told to the model, without tools, when the iteration budget is spent.
@@ -49,7 +51,10 @@ impl Default for AgentOptions {
 }
 
 pub struct Agent {
-    provider: Arc<dyn Provider>,
+    /// The primary provider and model first, then `fallback_providers` in order.
+    targets: Vec<ModelTarget>,
+    /// Which target is in use (moves forward on fallback, for the rest of the session).
+    active_target: std::sync::atomic::AtomicUsize,
     tools: Registry,
     schemas: Vec<ToolSchema>,
     system_prompt: String,
@@ -57,12 +62,16 @@ pub struct Agent {
     tool_ctx: ToolContext,
     /// The conversation of the [`Agent::chat`] facade.
     chat_history: tokio::sync::Mutex<Vec<Message>>,
+    /// The one external memory provider: recall before a turn, store after it.
+    memory_provider: Option<Arc<dyn MemoryProvider>>,
+    /// Keeps long conversations inside the context window.
+    compressor: Option<Compressor>,
 }
 
 impl std::fmt::Debug for Agent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Agent")
-            .field("provider", &self.provider.name())
+            .field("provider", &self.provider().name())
             .field("model", &self.options.model)
             .field("tools", &self.tools)
             .finish_non_exhaustive()
@@ -80,15 +89,62 @@ impl Agent {
         tool_ctx: ToolContext,
     ) -> Agent {
         let schemas = tools.schemas();
-        Agent {
+        let primary = ModelTarget {
             provider,
+            model: options.model.clone(),
+        };
+        Agent {
+            targets: vec![primary],
+            active_target: std::sync::atomic::AtomicUsize::new(0),
             tools,
             schemas,
             system_prompt,
             options,
             tool_ctx,
             chat_history: tokio::sync::Mutex::new(Vec::new()),
+            memory_provider: None,
+            compressor: None,
         }
+    }
+
+    /// Enables context compression.
+    pub fn with_compressor(mut self, compressor: Compressor) -> Agent {
+        self.compressor = Some(compressor);
+        self
+    }
+
+    pub fn compressor(&self) -> Option<&Compressor> {
+        self.compressor.as_ref()
+    }
+
+    /// Compresses a conversation on request (`/compress [focus]`, `hermes sessions compress`),
+    /// whatever its size; `None` without a compressor.
+    pub async fn compress(
+        &self,
+        history: &[Message],
+        focus: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> Option<Compressed> {
+        let c = self.compressor.as_ref()?;
+        Some(c.compress(&self.system_prompt, &self.schemas, history, focus, cancel).await)
+    }
+
+    /// Attaches the external memory provider (at most one) and offers its tools; returns
+    /// warnings about tools skipped because their names are taken.
+    pub fn attach_memory_provider(
+        &mut self,
+        provider: Arc<dyn MemoryProvider>,
+    ) -> Result<Vec<String>, AttachError> {
+        if let Some(attached) = &self.memory_provider {
+            return Err(AttachError::AlreadyAttached {
+                attached: attached.name().to_string(),
+                rejected: provider.name().to_string(),
+            });
+        }
+        let warnings = memory_provider::register_tools(provider.as_ref(), &mut self.tools);
+        self.schemas = self.tools.schemas();
+        self.memory_provider = Some(provider);
+        Ok(warnings)
     }
 
     pub fn system_prompt(&self) -> &str {
@@ -103,8 +159,25 @@ impl Agent {
         &self.options
     }
 
+    /// The provider in use now (the primary until a fallback took over).
     pub fn provider(&self) -> &dyn Provider {
-        self.provider.as_ref()
+        self.current_target().provider.as_ref()
+    }
+
+    /// The model in use now.
+    pub fn model(&self) -> &str {
+        &self.current_target().model
+    }
+
+    fn current_target(&self) -> &ModelTarget {
+        let i = self.active_target.load(std::sync::atomic::Ordering::Acquire);
+        &self.targets[i.min(self.targets.len() - 1)]
+    }
+
+    /// Adds `fallback_providers`, tried in order when the current one fails for good.
+    pub fn with_fallbacks(mut self, fallbacks: Vec<ModelTarget>) -> Agent {
+        self.targets.extend(fallbacks);
+        self
     }
 
     /// One line in, one answer out, keeping the conversation inside the agent.
@@ -152,11 +225,13 @@ impl Agent {
             messages: history,
             ..TurnResult::default()
         };
-        append(&mut turn, sink, Message::user(user_message));
+        let provider = self.memory_provider.as_deref();
+        let user_content = memory_provider::with_recall(provider, user_message, sink).await;
+        append(&mut turn, sink, Message::user(user_content));
         let ctx = self.tool_ctx.with_cancel(cancel.clone());
         let call = ModelCall {
-            provider: self.provider.as_ref(),
-            model: &self.options.model,
+            targets: &self.targets,
+            active: &self.active_target,
             system: &self.system_prompt,
             max_tokens: self.options.max_tokens,
             temperature: self.options.temperature,
@@ -164,12 +239,18 @@ impl Agent {
             key_hint: self.options.key_hint.as_deref(),
         };
         let mut invalid_turns = 0u32;
+        // Prompt tokens the provider reported for the last call, and how many messages it saw.
+        let mut last_prompt: Option<(u64, usize)> = None;
+        let mut overflow_retried = false;
         loop {
             let grace = !budget.try_consume();
             if grace {
                 append(&mut turn, sink, Message::user(GRACE_NOTE));
             }
             let tools: &[ToolSchema] = if grace { &[] } else { &self.schemas };
+            if !grace && self.auto_compress(&mut turn, last_prompt, sink, &cancel).await {
+                last_prompt = None;
+            }
             sink.emit(AgentEvent::ModelCallStarted {
                 api_call: turn.api_calls + 1,
             });
@@ -194,6 +275,21 @@ impl Agent {
                         sink.emit(AgentEvent::Status(
                             "the conversation is too long for this model".into(),
                         ));
+                        // Compress and try once more; the failed call does not count.
+                        if !overflow_retried
+                            && let Some(c) = &self.compressor
+                        {
+                            overflow_retried = true;
+                            let out = c
+                                .compress_overflow(&self.system_prompt, tools, &turn.messages, &cancel)
+                                .await;
+                            if out.tokens_after < out.tokens_before {
+                                apply_compression(&mut turn, out, sink);
+                                last_prompt = None;
+                                budget.refund();
+                                continue;
+                            }
+                        }
                     }
                     turn.error = Some(reason);
                     break;
@@ -201,17 +297,29 @@ impl Agent {
             };
             turn.api_calls += 1;
             if let Some(usage) = response.usage {
+                last_prompt = Some((usage.input_tokens, turn.messages.len()));
                 turn.usage += usage;
+                // Priced per call: a fallback mid-turn may change the model. One unpriced
+                // call makes the turn's cost unknown.
+                let priced = hermes_llm::catalogue::cost(self.model(), &usage);
+                turn.cost_usd = match (turn.api_calls, turn.cost_usd, priced) {
+                    (1, _, Some(c)) => Some(c),
+                    (_, Some(total), Some(c)) => Some(total + c),
+                    _ => None,
+                };
                 sink.emit(AgentEvent::Usage(usage));
             }
             let reasoning = Some(response.reasoning.clone());
+            let details = response.reasoning_details.clone();
 
             if response.tool_calls.is_empty() || grace {
                 turn.final_text = response.text.trim().to_string();
                 append(
                     &mut turn,
                     sink,
-                    Message::assistant(response.text).with_reasoning(reasoning),
+                    Message::assistant(response.text)
+                        .with_reasoning(reasoning)
+                        .with_reasoning_details(details),
                 );
                 turn.completed = !grace;
                 break;
@@ -229,7 +337,8 @@ impl Agent {
                     response.text,
                     planned.iter().map(|p| p.call.clone()).collect(),
                 )
-                .with_reasoning(reasoning),
+                .with_reasoning(reasoning)
+                .with_reasoning_details(details),
             );
             let results =
                 executor::execute(&planned, &ctx, sink, self.options.max_parallel_tools).await;
@@ -251,7 +360,46 @@ impl Agent {
                 break;
             }
         }
+        if let Some(provider) = provider.filter(|_| turn.error.is_none() && !turn.interrupted) {
+            memory_provider::sync(provider, user_message, &turn.final_text, sink).await;
+        }
         turn
+    }
+
+    /// Compresses the conversation when its prompt has reached the threshold; true when it did.
+    async fn auto_compress(
+        &self,
+        turn: &mut TurnResult,
+        last_prompt: Option<(u64, usize)>,
+        sink: &dyn EventSink,
+        cancel: &CancellationToken,
+    ) -> bool {
+        let Some(c) = &self.compressor else {
+            return false;
+        };
+        // The provider's own count of the last prompt plus what was added since, else a
+        // rough estimate refined by the tokenizer when it comes close.
+        let estimate = match last_prompt {
+            Some((tokens, seen)) if seen <= turn.messages.len() => {
+                tokens + turn.messages[seen..].iter().map(tokens::rough_message).sum::<u64>()
+            }
+            _ => {
+                let rough = tokens::rough_request(&self.system_prompt, &self.schemas, &turn.messages);
+                if c.should_compress(rough) {
+                    tokens::exact_request(&self.system_prompt, &self.schemas, &turn.messages)
+                } else {
+                    rough
+                }
+            }
+        };
+        if !c.should_compress(estimate) {
+            return false;
+        }
+        let out = c
+            .compress(&self.system_prompt, &self.schemas, &turn.messages, None, cancel)
+            .await;
+        apply_compression(turn, out, sink);
+        true
     }
 
     /// Validates and repairs the calls of one response.
@@ -310,4 +458,23 @@ impl Agent {
 fn append(turn: &mut TurnResult, sink: &dyn EventSink, message: Message) {
     sink.emit(AgentEvent::MessageAdded(message.clone()));
     turn.messages.push(message);
+}
+
+/// Replaces the conversation by its compressed form and tells the frontends.
+fn apply_compression(turn: &mut TurnResult, out: Compressed, sink: &dyn EventSink) {
+    sink.emit(AgentEvent::Status(format!(
+        "compressed the conversation: ~{} -> ~{} tokens{}",
+        out.tokens_before,
+        out.tokens_after,
+        if out.summarized { "" } else { " (pruned only)" }
+    )));
+    if let Some(notice) = &out.notice {
+        sink.emit(AgentEvent::Status(notice.clone()));
+    }
+    sink.emit(AgentEvent::ContextCompressed {
+        messages: out.messages.clone(),
+        tokens_before: out.tokens_before,
+        tokens_after: out.tokens_after,
+    });
+    turn.messages = out.messages;
 }

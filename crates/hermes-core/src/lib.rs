@@ -5,15 +5,20 @@
 //! Frontends watch it through an [`EventSink`].
 
 mod agent;
+pub mod compress;
 mod budget;
 mod events;
 mod executor;
 mod history;
+pub mod injection;
+pub mod memory;
 mod model_call;
 pub mod prompt;
 pub mod repair;
+pub mod session_search;
 
 pub use agent::{Agent, AgentOptions};
+pub use model_call::ModelTarget;
 pub use budget::IterationBudget;
 pub use events::{EventSink, NoEvents};
 pub use history::close_dangling_tool_calls;

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 
 use futures_util::StreamExt;
 use hermes_llm::retry::jitter_random;
-use hermes_llm::think::{Piece, ThinkSplitter};
+use hermes_llm::think::Piece;
 use hermes_llm::{
     AssistantResponse, ChatRequest, ErrorClass, LlmError, Provider, ResponseAccumulator,
     RetryPolicy,
@@ -16,6 +16,7 @@ use hermes_protocol::{AgentEvent, Message, ToolSchema};
 use tokio_util::sync::CancellationToken;
 
 use crate::EventSink;
+use crate::memory::scrub::AnswerFilter;
 
 /// Sent after a response that broke off mid-answer, with the partial answer as the preceding
 /// assistant message.
@@ -30,10 +31,20 @@ pub(crate) enum CallFailure {
     Failed { reason: String, class: ErrorClass },
 }
 
+/// One provider and model to call; the first of a list is the primary, the others are
+/// `fallback_providers` in order.
+#[derive(Clone)]
+pub struct ModelTarget {
+    pub provider: std::sync::Arc<dyn Provider>,
+    pub model: String,
+}
+
 /// Everything a model call needs besides the messages.
 pub(crate) struct ModelCall<'a> {
-    pub provider: &'a dyn Provider,
-    pub model: &'a str,
+    /// Primary first, then fallbacks.
+    pub targets: &'a [ModelTarget],
+    /// Index of the target in use; moves forward (for the rest of the session) on fallback.
+    pub active: &'a std::sync::atomic::AtomicUsize,
     pub system: &'a str,
     pub max_tokens: Option<u32>,
     pub temperature: Option<f32>,
@@ -58,6 +69,19 @@ enum Attempt {
 }
 
 impl ModelCall<'_> {
+    fn target(&self) -> Option<&ModelTarget> {
+        let i = self.active.load(std::sync::atomic::Ordering::Acquire);
+        self.targets.get(i).or(self.targets.last())
+    }
+
+    /// Moves to the next fallback target, when there is one.
+    fn fall_back(&self) -> Option<&ModelTarget> {
+        let i = self.active.load(std::sync::atomic::Ordering::Acquire);
+        let next = self.targets.get(i + 1)?;
+        self.active.store(i + 1, std::sync::atomic::Ordering::Release);
+        Some(next)
+    }
+
     pub(crate) async fn run(
         &self,
         messages: &[Message],
@@ -78,15 +102,21 @@ impl ModelCall<'_> {
                 m.push(Message::user(CONTINUE_NOTE));
                 Cow::Owned(m)
             };
+            let Some(target) = self.target() else {
+                return Err(CallFailure::Failed {
+                    reason: "no model provider is configured".into(),
+                    class: ErrorClass::FormatError,
+                });
+            };
             let request = ChatRequest {
-                model: self.model,
+                model: &target.model,
                 system: self.system,
                 messages: &conversation,
                 tools,
                 max_tokens: self.max_tokens,
                 temperature: self.temperature,
             };
-            match self.attempt(&request, sink, cancel).await {
+            match self.attempt(target.provider.as_ref(), &request, sink, cancel).await {
                 Attempt::Done(mut response) => {
                     response.text.insert_str(0, &kept_text);
                     response.reasoning.insert_str(0, &kept_reasoning);
@@ -112,17 +142,30 @@ impl ModelCall<'_> {
                         kept_text.push_str(&text);
                         kept_reasoning.push_str(&reasoning);
                     }
-                    if !class.is_retryable() {
-                        return Err(CallFailure::Failed {
-                            reason: self.explain(&error, class),
-                            class,
-                        });
+                    // Another key of the same provider first: no wait, no retry spent.
+                    if let Some(note) = target.provider.rotate_credential(&error) {
+                        sink.emit(AgentEvent::Status(note));
+                        continue;
                     }
-                    if retries >= self.retry.max_retries {
-                        return Err(CallFailure::Failed {
-                            reason: format!("API call failed after {retries} retries: {error}"),
-                            class,
-                        });
+                    let exhausted = retries >= self.retry.max_retries;
+                    if !class.is_retryable() || exhausted {
+                        let reason = if class.is_retryable() {
+                            format!("API call failed after {retries} retries: {error}")
+                        } else {
+                            self.explain(target.provider.as_ref(), &error, class)
+                        };
+                        if falls_back_on(class, exhausted)
+                            && let Some(next) = self.fall_back()
+                        {
+                            sink.emit(AgentEvent::Status(format!(
+                                "{reason}; falling back to {} ({})",
+                                next.model,
+                                next.provider.name()
+                            )));
+                            retries = 0;
+                            continue;
+                        }
+                        return Err(CallFailure::Failed { reason, class });
                     }
                     let delay = if cut {
                         std::time::Duration::ZERO
@@ -149,6 +192,7 @@ impl ModelCall<'_> {
 
     async fn attempt(
         &self,
+        provider: &dyn Provider,
         request: &ChatRequest<'_>,
         sink: &dyn EventSink,
         cancel: &CancellationToken,
@@ -160,7 +204,7 @@ impl ModelCall<'_> {
         let started = tokio::select! {
             biased;
             () = cancel.cancelled() => return interrupted(),
-            s = self.provider.stream(request) => s,
+            s = provider.stream(request) => s,
         };
         let mut stream = match started {
             Ok(s) => s,
@@ -174,7 +218,8 @@ impl ModelCall<'_> {
             }
         };
         let mut acc = ResponseAccumulator::new();
-        let mut splitter = ThinkSplitter::new();
+        // `<think>` blocks go to reasoning; echoed `<memory-context>` fences are dropped.
+        let mut splitter = AnswerFilter::new();
         let mut text = String::new();
         let mut reasoning = String::new();
         let route = |pieces: Vec<Piece>, text: &mut String, reasoning: &mut String| {
@@ -233,7 +278,7 @@ impl ModelCall<'_> {
     }
 
     /// A one-line reason for an error that will not be retried, naming what to fix.
-    fn explain(&self, error: &LlmError, class: ErrorClass) -> String {
+    fn explain(&self, provider: &dyn Provider, error: &LlmError, class: ErrorClass) -> String {
         match class {
             ErrorClass::Auth => match self.key_hint {
                 Some(source) => format!("{error} (the API key from {source} was rejected)"),
@@ -244,9 +289,23 @@ impl ModelCall<'_> {
             ),
             ErrorClass::ModelNotFound => format!(
                 "{error} (check model.default in config.yaml, or pass --model; endpoint {})",
-                self.provider.endpoint()
+                provider.endpoint()
             ),
             _ => error.to_string(),
         }
     }
+}
+
+/// Whether a failure of this class moves on to the next `fallback_providers` entry: after the
+/// retries of a transient failure are spent, or at once when this provider cannot serve the
+/// request at all.
+fn falls_back_on(class: ErrorClass, retries_exhausted: bool) -> bool {
+    retries_exhausted
+        || matches!(
+            class,
+            ErrorClass::Auth
+                | ErrorClass::Billing
+                | ErrorClass::ModelNotFound
+                | ErrorClass::ContentPolicy
+        )
 }

@@ -40,7 +40,19 @@ async fn a_text_turn_sends_system_user_tools_and_streams_with_usage() {
         .iter()
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(tool_names, ["terminal", "read_file", "write_file"]);
+    assert_eq!(
+        tool_names,
+        [
+            "terminal",
+            "process",
+            "read_file",
+            "write_file",
+            "patch",
+            "search_files",
+            "todo",
+            "clarify"
+        ]
+    );
     let header = server.requests()[0]
         .header("authorization")
         .map(str::to_string);

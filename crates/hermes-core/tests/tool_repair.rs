@@ -100,7 +100,7 @@ async fn a_misspelled_tool_is_corrected_and_an_unknown_one_explained() {
     assert!(tool_result(&reqs[1], "call_0_0").unwrap().contains("hello"));
     assert_eq!(
         tool_result(&reqs[2], "call_1_0").unwrap(),
-        r#"{"error":"Tool 'frobnicate' does not exist. Available tools: terminal, read_file, write_file"}"#
+        r#"{"error":"Tool 'frobnicate' does not exist. Available tools: terminal, process, read_file, write_file, patch, search_files, todo, clarify"}"#
     );
 }
 

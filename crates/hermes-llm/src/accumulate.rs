@@ -14,6 +14,8 @@ pub struct AssistantResponse {
     pub tool_calls: Vec<ToolCall>,
     pub usage: Option<Usage>,
     pub finish_reason: Option<FinishReason>,
+    /// Opaque reasoning items to store with the message (see `Message::reasoning_details`).
+    pub reasoning_details: Vec<serde_json::Value>,
 }
 
 #[derive(Debug, Default)]
@@ -30,6 +32,7 @@ pub struct ResponseAccumulator {
     calls: BTreeMap<usize, PartialCall>,
     usage: Option<Usage>,
     finish: Option<FinishReason>,
+    details: Vec<serde_json::Value>,
 }
 
 impl ResponseAccumulator {
@@ -60,6 +63,7 @@ impl ResponseAccumulator {
                 call.arguments.push_str(arguments);
             }
             StreamEvent::Usage(u) => self.usage = Some(*u),
+            StreamEvent::ReasoningDetail(d) => self.details.push(d.clone()),
             StreamEvent::Finish(f) => self.finish = Some(f.clone()),
         }
     }
@@ -95,6 +99,7 @@ impl ResponseAccumulator {
             tool_calls,
             usage: self.usage,
             finish_reason: self.finish,
+            reasoning_details: self.details,
         }
     }
 }

@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use serde_json::Value;
+
 /// The failure classes of a model call, each with its own recovery policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorClass {
@@ -142,6 +144,8 @@ fn classify_http(status: u16, message: &str) -> ErrorClass {
             class,
             ErrorClass::ContextOverflow | ErrorClass::Billing | ErrorClass::ContentPolicy
         ) || (status == 400 || status == 404) && class == ErrorClass::ModelNotFound
+            // Gemini reports a bad key as 400 INVALID_ARGUMENT.
+            || status == 400 && class == ErrorClass::Auth
         {
             return class;
         }
@@ -174,6 +178,8 @@ fn classify_message(message: &str) -> Option<ErrorClass> {
         "input is too long",
         "exceeds the context",
         "reduce the length",
+        "exceeds the maximum number of tokens",
+        "context_window_exceeded",
     ]) {
         Some(ErrorClass::ContextOverflow)
     } else if any(&[
@@ -183,6 +189,8 @@ fn classify_message(message: &str) -> Option<ErrorClass> {
         "billing",
         "payment required",
         "exceeded your current quota",
+        "insufficient balance",
+        "requires more credits",
     ]) {
         Some(ErrorClass::Billing)
     } else if any(&[
@@ -199,13 +207,17 @@ fn classify_message(message: &str) -> Option<ErrorClass> {
         "model not found",
         "no such model",
         "unknown model",
-    ]) || (m.contains("model") && m.contains("does not exist"))
+        "no endpoints found",
+    ]) || (m.contains("model") && (m.contains("does not exist") || m.contains("not found")))
     {
         Some(ErrorClass::ModelNotFound)
     } else if any(&[
         "invalid api key",
         "invalid_api_key",
         "incorrect api key",
+        "api key not valid",
+        "invalid x-api-key",
+        "no auth credentials",
         "unauthorized",
     ]) {
         Some(ErrorClass::Auth)
@@ -214,6 +226,83 @@ fn classify_message(message: &str) -> Option<ErrorClass> {
     } else {
         None
     }
+}
+
+/// The human-readable message of an error body in any of the shapes providers use.
+pub(crate) fn error_message(body: &[u8], status: u16) -> String {
+    let text = String::from_utf8_lossy(body);
+    // Gemini wraps its error object in a one-element array.
+    let parsed: Option<Value> = serde_json::from_slice::<Value>(body).ok().map(|v| match v {
+        Value::Array(mut items) if !items.is_empty() => items.swap_remove(0),
+        other => other,
+    });
+    let message = parsed.as_ref().map(|v| match v.get("error") {
+        Some(e) => error_text(e),
+        None => error_text(v),
+    });
+    match message.filter(|m| !m.is_empty()) {
+        Some(m) => m,
+        None if text.trim().is_empty() => canonical_reason(status).to_string(),
+        None => snippet(text.trim()),
+    }
+}
+
+pub(crate) fn error_text(e: &Value) -> String {
+    match e {
+        Value::String(s) => s.clone(),
+        Value::Object(map) => {
+            let base = map
+                .get("message")
+                .or_else(|| map.get("detail"))
+                .or_else(|| map.get("error"))
+                .map(|m| match m {
+                    Value::String(s) => s.clone(),
+                    other => error_text(other),
+                })
+                .unwrap_or_else(|| snippet(&e.to_string()));
+            // OpenRouter wraps the upstream provider's message in metadata.raw.
+            match map
+                .get("metadata")
+                .and_then(|m| m.get("raw"))
+                .and_then(Value::as_str)
+            {
+                Some(raw) if !raw.is_empty() && !base.contains(raw) => {
+                    format!("{base} ({})", snippet(raw))
+                }
+                _ => base,
+            }
+        }
+        other => snippet(&other.to_string()),
+    }
+}
+
+fn canonical_reason(status: u16) -> &'static str {
+    match status {
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        408 => "Request Timeout",
+        413 => "Payload Too Large",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        _ => "error",
+    }
+}
+
+pub(crate) fn snippet(s: &str) -> String {
+    const MAX: usize = 300;
+    if s.len() <= MAX {
+        return s.to_string();
+    }
+    let mut end = MAX;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
 }
 
 #[cfg(test)]
@@ -266,6 +355,18 @@ mod tests {
         assert_eq!(
             http(400, "Invalid 'messages[1].role'"),
             ErrorClass::FormatError
+        );
+    }
+
+    #[test]
+    fn error_bodies_of_every_shape_are_readable() {
+        assert_eq!(error_message(br#"{"error":{"message":"Incorrect API key"}}"#, 401), "Incorrect API key");
+        assert_eq!(error_message(br#"{"error":"bad"}"#, 400), "bad");
+        assert_eq!(error_message(b"", 502), "Bad Gateway");
+        assert_eq!(error_message(b"<html>oops</html>", 500), "<html>oops</html>");
+        assert_eq!(
+            error_message(br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#, 529),
+            "Overloaded"
         );
     }
 

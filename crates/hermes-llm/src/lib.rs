@@ -6,13 +6,21 @@
 //! ([`resolve`]).
 
 pub mod accumulate;
+pub mod anthropic;
+#[cfg(feature = "bedrock")]
+pub mod bedrock;
+pub mod catalogue;
 pub mod error;
 mod http;
 pub mod openai_chat;
+pub mod openai_responses;
+pub mod pool;
 pub mod resolve;
 pub mod retry;
 pub mod sse;
+mod stream;
 pub mod think;
+pub mod util;
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -50,6 +58,11 @@ pub trait Provider: Send + Sync {
     /// Starts a streamed completion. Errors before the first byte (HTTP status, connection)
     /// come back here; errors after it come through the stream.
     async fn stream(&self, request: &ChatRequest<'_>) -> Result<EventStream, LlmError>;
+    /// After `error`, switches to another credential when the provider has several (see
+    /// [`pool`]); returns a note for the user when it did, `None` when no other key is usable.
+    fn rotate_credential(&self, _error: &LlmError) -> Option<String> {
+        None
+    }
 }
 
 /// Builds the provider a resolved spec describes.
@@ -57,8 +70,54 @@ pub fn build_provider(
     spec: &ProviderSpec,
     timeouts: &HttpTimeouts,
 ) -> Result<Arc<dyn Provider>, LlmError> {
+    build_provider_with(
+        spec,
+        &ProviderOptions {
+            timeouts: *timeouts,
+            ..ProviderOptions::default()
+        },
+    )
+}
+
+/// Builds the provider a resolved spec describes, with wire-format options.
+pub fn build_provider_with(
+    spec: &ProviderSpec,
+    options: &ProviderOptions,
+) -> Result<Arc<dyn Provider>, LlmError> {
     match spec.wire {
-        WireFormat::OpenAiChat => Ok(Arc::new(openai_chat::OpenAiChat::new(spec, timeouts)?)),
+        WireFormat::OpenAiChat => Ok(Arc::new(openai_chat::OpenAiChat::new(spec, &options.timeouts)?)),
+        WireFormat::Anthropic => Ok(Arc::new(anthropic::Anthropic::new(spec, options)?)),
+        WireFormat::Responses => Ok(Arc::new(openai_responses::OpenAiResponses::new(spec, options)?)),
+        #[cfg(feature = "bedrock")]
+        WireFormat::Bedrock => Ok(Arc::new(bedrock::Bedrock::new(spec, options)?)),
+        #[cfg(not(feature = "bedrock"))]
+        WireFormat::Bedrock => Err(LlmError::Config(
+            "this hermes was built without AWS Bedrock support; rebuild with `--features bedrock`".into(),
+        )),
+    }
+}
+
+/// Settings of the wire formats beyond the provider spec.
+#[derive(Debug, Clone, Default)]
+pub struct ProviderOptions {
+    pub timeouts: HttpTimeouts,
+    /// Anthropic prompt-cache lifetime: `5m` (default) or `1h` (`prompt_caching.cache_ttl`).
+    pub cache_ttl: Option<String>,
+    /// AWS credentials and region for Bedrock's SigV4 (from the environment).
+    #[cfg(feature = "bedrock")]
+    pub aws: Option<bedrock::AwsCredentials>,
+}
+
+impl ProviderOptions {
+    /// Options with these timeouts and cache lifetime; feature-specific fields at their defaults.
+    // The update fills fields that exist only with some features.
+    #[allow(clippy::needless_update)]
+    pub fn new(timeouts: HttpTimeouts, cache_ttl: Option<String>) -> Self {
+        ProviderOptions {
+            timeouts,
+            cache_ttl,
+            ..ProviderOptions::default()
+        }
     }
 }
 

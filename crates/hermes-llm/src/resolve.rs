@@ -8,6 +8,34 @@ use hermes_config::{Environment, ModelSettings};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WireFormat {
     OpenAiChat,
+    Anthropic,
+    Responses,
+    /// AWS Bedrock Converse (the `bedrock` cargo feature).
+    Bedrock,
+}
+
+impl WireFormat {
+    /// `api_mode` spellings of the Python Hermes and short ones.
+    pub fn parse(mode: &str) -> Option<WireFormat> {
+        match mode.trim().to_ascii_lowercase().as_str() {
+            "chat_completions" | "chat" | "openai" => Some(WireFormat::OpenAiChat),
+            "anthropic_messages" | "anthropic" | "messages" => Some(WireFormat::Anthropic),
+            "codex_responses" | "responses" | "openai_responses" => Some(WireFormat::Responses),
+            "bedrock_converse" | "bedrock" => Some(WireFormat::Bedrock),
+            _ => None,
+        }
+    }
+
+    /// The wire format a base URL implies, when it implies one.
+    pub fn from_base_url(url: &str) -> Option<WireFormat> {
+        let lower = url.to_ascii_lowercase();
+        let path = lower.trim_end_matches('/');
+        if lower.contains("://api.anthropic.com") || path.ends_with("/anthropic") {
+            Some(WireFormat::Anthropic)
+        } else {
+            None
+        }
+    }
 }
 
 /// A known provider: where it lives, which environment variables hold its key.
@@ -36,6 +64,21 @@ const fn chat(
 }
 
 pub const PRESETS: &[Preset] = &[
+    Preset {
+        id: "bedrock",
+        // Derived from AWS_REGION when empty.
+        base_url: "",
+        key_env: &[],
+        default_model: Some("us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+        wire: WireFormat::Bedrock,
+    },
+    Preset {
+        id: "anthropic",
+        base_url: "https://api.anthropic.com",
+        key_env: &["ANTHROPIC_API_KEY", "ANTHROPIC_TOKEN"],
+        default_model: Some("claude-sonnet-4-5"),
+        wire: WireFormat::Anthropic,
+    },
     chat(
         "openrouter",
         "https://openrouter.ai/api/v1",
@@ -77,7 +120,16 @@ pub const PRESETS: &[Preset] = &[
     chat("llamacpp", "http://localhost:8080/v1", &[], None),
     chat("lmstudio", "http://localhost:1234/v1", &[], None),
     chat("custom", "", &[], None),
+    // The in-process model (hermes-local): no endpoint and no key; resolved by `local_spec`.
+    chat(LOCAL_PROVIDER, "", &[], Some(DEFAULT_LOCAL_MODEL)),
 ];
+
+/// The provider id of the model run in-process (a GGUF file).
+pub const LOCAL_PROVIDER: &str = "local";
+/// The model used when nothing is configured and no provider key is in the environment.
+pub const DEFAULT_LOCAL_MODEL: &str = "gemma-3-270m";
+/// `chosen_by` of that fallback, so frontends can tell the user once how to switch.
+pub const CHOSEN_BY_DEFAULT: &str = "the default (no provider configured)";
 
 pub fn preset(id: &str) -> Option<&'static Preset> {
     let id = match id {
@@ -112,6 +164,14 @@ pub struct ProviderSpec {
     pub key_source: Option<String>,
 }
 
+impl ProviderSpec {
+    /// The model runs in-process: `base_url` then holds its GGUF path (empty for the default
+    /// model) and `wire` is unused.
+    pub fn is_local(&self) -> bool {
+        self.provider == LOCAL_PROVIDER
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ResolveError {
     #[error(
@@ -136,11 +196,78 @@ pub enum ResolveError {
     MissingModel { provider: String },
 }
 
+/// A provider the user named in config.yaml (`custom_providers:` list or `providers:` map).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NamedProvider {
+    pub name: String,
+    pub base_url: String,
+    pub api_key: Option<String>,
+    /// An environment variable holding the key.
+    pub key_env: Option<String>,
+    pub api_mode: Option<String>,
+    pub model: Option<String>,
+}
+
+/// The named providers of a config document: `custom_providers: [{name, base_url, api_key,
+/// api_mode, model}]` and `providers: {name: {base_url|api|url, api_key, key_env, api_mode|transport,
+/// default_model|model}}`.
+pub fn named_providers(raw: &serde_json::Value) -> Vec<NamedProvider> {
+    let text = |v: &serde_json::Value, keys: &[&str]| {
+        keys.iter()
+            .find_map(|k| v.get(*k).and_then(|x| x.as_str()))
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    let entry = |name: String, v: &serde_json::Value| {
+        Some(NamedProvider {
+            name,
+            base_url: text(v, &["base_url", "api", "url"])?,
+            api_key: text(v, &["api_key"]),
+            key_env: text(v, &["key_env", "api_key_env"]),
+            api_mode: text(v, &["api_mode", "transport"]),
+            model: text(v, &["default_model", "model"]),
+        })
+    };
+    let mut out = Vec::new();
+    if let Some(list) = raw.get("custom_providers").and_then(|v| v.as_array()) {
+        for v in list {
+            if let Some(name) = text(v, &["name"]) {
+                out.extend(entry(name, v));
+            }
+        }
+    }
+    if let Some(map) = raw.get("providers").and_then(|v| v.as_object()) {
+        for (name, v) in map {
+            if preset(name).is_none() {
+                out.extend(entry(name.clone(), v));
+            }
+        }
+    }
+    out
+}
+
+fn find_named<'a>(named: &'a [NamedProvider], wanted: &str) -> Option<&'a NamedProvider> {
+    let norm = |s: &str| s.trim().to_ascii_lowercase().replace([' ', '_'], "-");
+    let wanted = norm(wanted.strip_prefix("custom:").unwrap_or(wanted));
+    named.iter().find(|n| norm(&n.name) == wanted)
+}
+
 /// Resolves the provider: command line > config.yaml > environment.
 pub fn resolve(
     config: &ModelSettings,
     env: &Environment,
     cli: &Overrides,
+) -> Result<ProviderSpec, ResolveError> {
+    resolve_with(config, env, cli, &[])
+}
+
+/// [`resolve`] knowing the user's named providers.
+pub fn resolve_with(
+    config: &ModelSettings,
+    env: &Environment,
+    cli: &Overrides,
+    named_list: &[NamedProvider],
 ) -> Result<ProviderSpec, ResolveError> {
     let named = |v: &Option<String>| {
         v.as_deref()
@@ -152,6 +279,7 @@ pub fn resolve(
     let config_provider = named(&config.provider);
     let cli_base = named(&cli.base_url);
     let config_base = named(&config.base_url);
+    let gguf = |v: &Option<String>| named(v).filter(|m| is_gguf(m));
 
     let (provider, chosen_by) = if let Some(p) = cli_provider.clone() {
         (p, "--provider".to_string())
@@ -164,10 +292,21 @@ pub fn resolve(
             "custom".to_string(),
             "config.yaml model.base_url".to_string(),
         )
+    } else if named(&config.path).is_some() {
+        (LOCAL_PROVIDER.to_string(), "config.yaml model.path".to_string())
+    } else if gguf(&cli.model).is_some() {
+        (LOCAL_PROVIDER.to_string(), "--model".to_string())
+    } else if gguf(&config.default).is_some() {
+        (LOCAL_PROVIDER.to_string(), "config.yaml model.default".to_string())
     } else if env.var("OPENROUTER_API_KEY").is_some() {
         (
             "openrouter".to_string(),
             "OPENROUTER_API_KEY in the environment".to_string(),
+        )
+    } else if env.var("ANTHROPIC_API_KEY").is_some() {
+        (
+            "anthropic".to_string(),
+            "ANTHROPIC_API_KEY in the environment".to_string(),
         )
     } else if env.var("OPENAI_BASE_URL").is_some() {
         (
@@ -179,13 +318,31 @@ pub fn resolve(
             "openai".to_string(),
             "OPENAI_API_KEY in the environment".to_string(),
         )
-    } else {
+    } else if named(&config.default).is_some() || has_provider_key(env) {
+        // A hosted model or a key no rule above picks: ask which provider, rather than
+        // quietly running something else.
         return Err(ResolveError::NoProvider);
+    } else {
+        (LOCAL_PROVIDER.to_string(), CHOSEN_BY_DEFAULT.to_string())
     };
 
+    if preset_id(&provider) == Some(LOCAL_PROVIDER) {
+        return Ok(local_spec(config, cli, config_provider.as_deref(), chosen_by));
+    }
+
+    if preset(&provider).is_none()
+        && let Some(entry) = find_named(named_list, &provider)
+    {
+        return resolve_named(entry, config, env, cli, chosen_by);
+    }
     let preset = preset(&provider).ok_or_else(|| ResolveError::UnknownProvider {
         name: provider.clone(),
-        known: PRESETS.iter().map(|p| p.id).collect::<Vec<_>>().join(", "),
+        known: PRESETS
+            .iter()
+            .map(|p| p.id)
+            .chain(named_list.iter().map(|n| n.name.as_str()))
+            .collect::<Vec<_>>()
+            .join(", "),
     })?;
     // config.yaml's base_url/api_key/default belong to the provider config.yaml names.
     let config_applies = config_provider
@@ -202,7 +359,11 @@ pub fn resolve(
     let base_url = cli_base
         .or(config_base.filter(|_| config_applies))
         .or(env_base)
-        .or_else(|| Some(preset.base_url.to_string()).filter(|b| !b.is_empty()))
+        .or_else(|| {
+            // Bedrock derives its endpoint from the AWS region.
+            Some(preset.base_url.to_string())
+                .filter(|b| !b.is_empty() || preset.wire == WireFormat::Bedrock)
+        })
         .ok_or_else(|| ResolveError::MissingBaseUrl {
             provider: preset.id.to_string(),
         })?;
@@ -216,6 +377,12 @@ pub fn resolve(
             break;
         }
         api_key = env.var(var).inspect(|_| key_source = Some(var.to_string()));
+    }
+    if api_key.is_none() && preset.wire == WireFormat::Bedrock {
+        // A Bedrock API key; without one, SigV4 with the AWS credentials is used.
+        api_key = env
+            .var("AWS_BEARER_TOKEN_BEDROCK")
+            .inspect(|_| key_source = Some("AWS_BEARER_TOKEN_BEDROCK".to_string()));
     }
     if api_key.is_none() && preset.id == "custom" && base_from_env {
         api_key = env
@@ -236,15 +403,109 @@ pub fn resolve(
             provider: preset.id.to_string(),
         })?;
 
+    let wire = named(&config.api_mode)
+        .filter(|_| config_applies)
+        .and_then(|m| WireFormat::parse(&m))
+        .or_else(|| (preset.id == "custom").then(|| WireFormat::from_base_url(&base_url)).flatten())
+        .unwrap_or(preset.wire);
+
     Ok(ProviderSpec {
         provider: preset.id.to_string(),
         base_url,
         api_key,
         model,
-        wire: preset.wire,
+        wire,
         chosen_by,
         key_source,
     })
+}
+
+/// A provider from the user's `custom_providers` / `providers` list.
+fn resolve_named(
+    entry: &NamedProvider,
+    config: &ModelSettings,
+    env: &Environment,
+    cli: &Overrides,
+    chosen_by: String,
+) -> Result<ProviderSpec, ResolveError> {
+    let pick = |v: &Option<String>| v.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(str::to_string);
+    let config_applies = pick(&config.provider).is_some_and(|p| find_named(std::slice::from_ref(entry), &p).is_some());
+    let base_url = pick(&cli.base_url).unwrap_or_else(|| entry.base_url.clone());
+    let (api_key, key_source) = match (&entry.api_key, &entry.key_env) {
+        (Some(k), _) => (Some(k.clone()), Some(format!("custom provider `{}` api_key", entry.name))),
+        (None, Some(var)) => (env.var(var), Some(var.clone())),
+        (None, None) => (None, None),
+    };
+    let model = pick(&cli.model)
+        .or(pick(&config.default).filter(|_| config_applies))
+        .or(entry.model.clone())
+        .ok_or_else(|| ResolveError::MissingModel {
+            provider: entry.name.clone(),
+        })?;
+    let wire = entry
+        .api_mode
+        .as_deref()
+        .and_then(WireFormat::parse)
+        .or_else(|| WireFormat::from_base_url(&base_url))
+        .unwrap_or(WireFormat::OpenAiChat);
+    Ok(ProviderSpec {
+        provider: entry.name.clone(),
+        base_url,
+        api_key,
+        model,
+        wire,
+        chosen_by,
+        key_source,
+    })
+}
+
+/// The in-process model: the GGUF from `--model x.gguf`, else `model.path`, else a `.gguf`
+/// `model.default` (config values only when config.yaml names no other provider), else the
+/// default model.
+fn local_spec(
+    config: &ModelSettings,
+    cli: &Overrides,
+    config_provider: Option<&str>,
+    chosen_by: String,
+) -> ProviderSpec {
+    let config_applies = config_provider.is_none_or(|p| preset_id(p) == Some(LOCAL_PROVIDER));
+    let trimmed = |v: &Option<String>| {
+        v.as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    let path = trimmed(&cli.model)
+        .filter(|m| is_gguf(m))
+        .or(trimmed(&config.path).filter(|_| config_applies))
+        .or(trimmed(&config.default).filter(|m| config_applies && is_gguf(m)))
+        .unwrap_or_default();
+    let model = std::path::Path::new(&path)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| DEFAULT_LOCAL_MODEL.to_string());
+    ProviderSpec {
+        provider: LOCAL_PROVIDER.to_string(),
+        base_url: path,
+        api_key: None,
+        model,
+        wire: WireFormat::OpenAiChat,
+        chosen_by,
+        key_source: None,
+    }
+}
+
+fn is_gguf(model: &str) -> bool {
+    model.to_ascii_lowercase().ends_with(".gguf")
+}
+
+/// Whether the environment holds the key of any known provider.
+fn has_provider_key(env: &Environment) -> bool {
+    PRESETS
+        .iter()
+        .flat_map(|p| p.key_env)
+        .chain(&["OPENAI_BASE_URL"])
+        .any(|var| env.var(var).is_some())
 }
 
 fn preset_id(name: &str) -> Option<&'static str> {
@@ -371,9 +632,20 @@ mod tests {
 
     #[test]
     fn errors_name_what_to_fix() {
+        let env = Environment::isolated([("GEMINI_API_KEY", "g")]);
         assert_eq!(
-            resolve(&ModelSettings::default(), &no_env(), &Overrides::default()),
-            Err(ResolveError::NoProvider)
+            resolve(&ModelSettings::default(), &env, &Overrides::default()),
+            Err(ResolveError::NoProvider),
+            "a key no rule picks asks for a provider"
+        );
+        assert_eq!(
+            resolve(
+                &settings(None, None, None, Some("anthropic/claude-sonnet-4.5")),
+                &no_env(),
+                &Overrides::default()
+            ),
+            Err(ResolveError::NoProvider),
+            "a hosted model without a provider asks for one"
         );
         let err = resolve(
             &settings(Some("openrouter"), None, None, None),
@@ -403,6 +675,86 @@ mod tests {
         )
         .unwrap_err();
         assert!(matches!(err, ResolveError::MissingModel { .. }));
+    }
+
+    #[test]
+    fn anthropic_and_named_providers_and_api_mode() {
+        let env = Environment::isolated([("ANTHROPIC_API_KEY", "sk-ant")]);
+        let spec = resolve(&ModelSettings::default(), &env, &Overrides::default()).unwrap();
+        assert_eq!((spec.provider.as_str(), spec.wire), ("anthropic", WireFormat::Anthropic));
+        assert_eq!(spec.base_url, "https://api.anthropic.com");
+
+        let raw: serde_json::Value = serde_json::json!({
+            "custom_providers": [{"name": "Work Proxy", "base_url": "https://proxy.example/v1", "api_key": "k", "api_mode": "codex_responses", "model": "gpt-5.1-codex"}],
+            "providers": {"minimax": {"api": "https://api.minimax.io/anthropic", "key_env": "MM_KEY", "default_model": "MiniMax-M2"}}
+        });
+        let named = named_providers(&raw);
+        assert_eq!(named.len(), 2);
+        let s = settings(Some("work-proxy"), None, None, None);
+        let spec = resolve_with(&s, &no_env(), &Overrides::default(), &named).unwrap();
+        assert_eq!((spec.wire, spec.model.as_str(), spec.api_key.as_deref()), (WireFormat::Responses, "gpt-5.1-codex", Some("k")));
+        let env = Environment::isolated([("MM_KEY", "mm")]);
+        let s = settings(Some("custom:minimax"), None, None, None);
+        let spec = resolve_with(&s, &env, &Overrides::default(), &named).unwrap();
+        assert_eq!((spec.wire, spec.api_key.as_deref()), (WireFormat::Anthropic, Some("mm")));
+
+        let mut s = settings(Some("custom"), Some("http://127.0.0.1:1/v1"), None, Some("m"));
+        s.api_mode = Some("anthropic_messages".into());
+        assert_eq!(resolve(&s, &no_env(), &Overrides::default()).unwrap().wire, WireFormat::Anthropic);
+        let s = settings(Some("nope"), None, None, None);
+        let err = resolve_with(&s, &no_env(), &Overrides::default(), &named).unwrap_err();
+        assert!(err.to_string().contains("Work Proxy"), "{err}");
+    }
+
+    #[test]
+    fn nothing_configured_means_the_default_local_model() {
+        let spec = resolve(&ModelSettings::default(), &no_env(), &Overrides::default()).unwrap();
+        assert!(spec.is_local());
+        assert_eq!(spec.chosen_by, CHOSEN_BY_DEFAULT);
+        assert_eq!(
+            (spec.base_url.as_str(), spec.model.as_str()),
+            ("", DEFAULT_LOCAL_MODEL)
+        );
+        assert_eq!((spec.api_key, spec.key_source), (None, None));
+    }
+
+    #[test]
+    fn a_gguf_path_selects_the_local_provider() {
+        let mut s = settings(Some("local"), None, None, None);
+        s.path = Some("models/qwen3-0.6b-q8_0.gguf".into());
+        let spec = resolve(&s, &no_env(), &Overrides::default()).unwrap();
+        assert!(spec.is_local());
+        assert_eq!(spec.base_url, "models/qwen3-0.6b-q8_0.gguf");
+        assert_eq!(spec.model, "qwen3-0.6b-q8_0");
+
+        let s = ModelSettings {
+            path: Some("/m/a.gguf".into()),
+            ..ModelSettings::default()
+        };
+        let env = Environment::isolated([("OPENROUTER_API_KEY", "sk-or")]);
+        let spec = resolve(&s, &env, &Overrides::default()).unwrap();
+        assert_eq!(
+            (spec.provider.as_str(), spec.chosen_by.as_str()),
+            ("local", "config.yaml model.path"),
+            "config beats the environment"
+        );
+
+        let cli = Overrides {
+            model: Some("/tmp/b.GGUF".into()),
+            ..Overrides::default()
+        };
+        let spec = resolve(&ModelSettings::default(), &env, &cli).unwrap();
+        assert_eq!((spec.provider.as_str(), spec.base_url.as_str()), ("local", "/tmp/b.GGUF"));
+
+        // config.yaml's path belongs to `local` only.
+        let mut s = settings(Some("openrouter"), None, None, None);
+        s.path = Some("/m/a.gguf".into());
+        let cli = Overrides {
+            provider: Some("local".into()),
+            ..Overrides::default()
+        };
+        let spec = resolve(&s, &env, &cli).unwrap();
+        assert_eq!((spec.base_url.as_str(), spec.model.as_str()), ("", DEFAULT_LOCAL_MODEL));
     }
 
     #[test]

@@ -44,6 +44,9 @@ pub enum StreamEvent {
         arguments: String,
     },
     Usage(Usage),
+    /// One opaque reasoning item to keep with the assistant message and send back later
+    /// (see `Message::reasoning_details`).
+    ReasoningDetail(serde_json::Value),
     Finish(FinishReason),
 }
 
@@ -75,6 +78,13 @@ pub enum AgentEvent {
     /// A message was appended to the conversation (the user message, each assistant message,
     /// each tool result), in order, the moment it exists: persistence listens to this.
     MessageAdded(Message),
+    /// The conversation was compressed: `messages` replaces everything said so far (the system
+    /// prompt excepted). Persistence continues the session from these.
+    ContextCompressed {
+        messages: Vec<Message>,
+        tokens_before: u64,
+        tokens_after: u64,
+    },
 }
 
 /// The outcome of [`run_turn`](../hermes_core/struct.Agent.html): the final answer and the

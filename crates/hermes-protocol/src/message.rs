@@ -54,6 +54,11 @@ pub struct Message {
     /// Reasoning ("thinking") text the provider returned with an assistant message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<String>,
+    /// Opaque provider data that must be sent back with this message for the provider to
+    /// accept it (Anthropic thinking blocks with their signatures, OpenAI Responses reasoning
+    /// items): a JSON array, meaningful only to the wire format that produced it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_details: Option<serde_json::Value>,
 }
 
 impl Message {
@@ -65,6 +70,7 @@ impl Message {
             tool_call_id: None,
             name: None,
             reasoning: None,
+            reasoning_details: None,
         }
     }
 
@@ -101,6 +107,12 @@ impl Message {
 
     pub fn with_reasoning(mut self, reasoning: Option<String>) -> Self {
         self.reasoning = reasoning.filter(|r| !r.is_empty());
+        self
+    }
+
+    /// Attaches provider reasoning data (an empty list is dropped).
+    pub fn with_reasoning_details(mut self, details: Vec<serde_json::Value>) -> Self {
+        self.reasoning_details = (!details.is_empty()).then_some(serde_json::Value::Array(details));
         self
     }
 

@@ -9,13 +9,16 @@
 //! # let _ = base_url;
 //! ```
 
+mod anthropic_sse;
 mod home;
 mod http;
 mod mock_server;
 pub mod openai_sse;
 mod respond;
+mod responses_sse;
 mod script;
 
 pub use home::{TestHome, mock_config_yaml};
 pub use mock_server::{CapturedRequest, MockServer};
+pub use respond::Api;
 pub use script::{Exhausted, Fault, MockToolCall, MockUsage, Reply, Script, Turn};

@@ -48,11 +48,9 @@ fn strip_query(target: &str) -> &str {
     target.split('?').next().unwrap_or_default()
 }
 
+/// A model request of any supported wire format (chat completions, messages, responses).
 fn is_chat(method: &str, target: &str) -> bool {
-    method.eq_ignore_ascii_case("POST")
-        && strip_query(target)
-            .trim_end_matches('/')
-            .ends_with("/chat/completions")
+    method.eq_ignore_ascii_case("POST") && crate::respond::Api::of_path(target).is_some()
 }
 
 fn is_models(method: &str, target: &str) -> bool {

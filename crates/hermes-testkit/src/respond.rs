@@ -10,6 +10,7 @@ use tokio::io::AsyncWrite;
 
 use crate::http::{self, Request};
 use crate::openai_sse::{RenderCtx, StreamPlan, completion_json, sse_event};
+use crate::{anthropic_sse, responses_sse};
 use crate::script::{Exhausted, Fault, Reply, Script, Turn};
 
 /// What a request resolved to when it was captured.
@@ -61,15 +62,43 @@ pub(crate) async fn respond<W: AsyncWrite + Unpin>(
         }
         Dispatch::NotFound => {
             let msg = format!("mock server: no route for {} {}", req.method, req.path());
-            write_error(w, 404, &msg, None, close).await?;
+            write_error(w, Api::OpenAiChat, 404, &msg, None, close).await?;
             Ok(Outcome::KeepAlive)
         }
         Dispatch::Chat { ordinal, turn } => chat(w, req, ordinal, turn, script, close).await,
     }
 }
 
+/// Which wire format a model request speaks, from its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    /// `POST …/chat/completions`
+    OpenAiChat,
+    /// `POST …/messages`
+    AnthropicMessages,
+    /// `POST …/responses`
+    Responses,
+}
+
+impl Api {
+    /// The API of a request target, if it is a model request.
+    pub fn of_path(path: &str) -> Option<Api> {
+        let p = path.split('?').next().unwrap_or_default().trim_end_matches('/');
+        if p.ends_with("/chat/completions") {
+            Some(Api::OpenAiChat)
+        } else if p.ends_with("/messages") {
+            Some(Api::AnthropicMessages)
+        } else if p.ends_with("/responses") {
+            Some(Api::Responses)
+        } else {
+            None
+        }
+    }
+}
+
 /// Facts about a chat request body that shape the response.
 struct ChatRequest {
+    api: Api,
     stream: bool,
     include_usage: bool,
     model: String,
@@ -81,6 +110,7 @@ impl ChatRequest {
         let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
         let is_true = |v: Option<&Value>| v == Some(&Value::Bool(true));
         ChatRequest {
+            api: Api::of_path(req.path()).unwrap_or(Api::OpenAiChat),
             stream: is_true(body.get("stream")),
             include_usage: is_true(body.pointer("/stream_options/include_usage")),
             model: body
@@ -118,9 +148,7 @@ async fn chat<W: AsyncWrite + Unpin>(
     match turn {
         None => match &script.on_exhausted {
             Exhausted::Error => {
-                let body = json!({"error": {"message": "mock script exhausted"}});
-                let bytes = body.to_string().into_bytes();
-                http::write_response(w, 500, &content_type_json(), &bytes, close).await?;
+                write_error(w, chat.api, 500, "mock script exhausted", None, close).await?;
                 Ok(Outcome::KeepAlive)
             }
             Exhausted::Text(text) => {
@@ -142,12 +170,29 @@ async fn reply<W: AsyncWrite + Unpin>(
     sleep_ms(reply.delay_ms).await;
     let ctx = chat.ctx(turn);
     if !chat.stream {
-        let bytes = completion_json(reply, &ctx).to_string().into_bytes();
+        let body = match chat.api {
+            Api::OpenAiChat => completion_json(reply, &ctx),
+            Api::AnthropicMessages => anthropic_sse::message_json(reply, &ctx),
+            Api::Responses => responses_sse::response_json(reply, &ctx),
+        };
+        let bytes = body.to_string().into_bytes();
         http::write_response(w, 200, &content_type_json(), &bytes, close).await?;
         return Ok(Outcome::KeepAlive);
     }
     http::write_sse_head(w, close).await?;
-    let events = StreamPlan::new(reply, &ctx).events(chat.include_usage);
+    let events = match chat.api {
+        Api::OpenAiChat => StreamPlan::new(reply, &ctx).events(chat.include_usage),
+        Api::AnthropicMessages => {
+            let (mut body, finish) = anthropic_sse::stream_events(reply, &ctx);
+            body.extend(finish);
+            body
+        }
+        Api::Responses => {
+            let (mut body, finish) = responses_sse::stream_events(reply, &ctx);
+            body.extend(finish);
+            body
+        }
+    };
     for (i, event) in events.iter().enumerate() {
         if i > 0 {
             sleep_ms(reply.chunk_delay_ms).await;
@@ -171,7 +216,7 @@ async fn fault<W: AsyncWrite + Unpin>(
             message,
             retry_after,
         } => {
-            write_error(w, status, &message, retry_after, close).await?;
+            write_error(w, chat.api, status, &message, retry_after, close).await?;
             Ok(Outcome::KeepAlive)
         }
         Fault::HttpRaw {
@@ -201,7 +246,12 @@ async fn fault<W: AsyncWrite + Unpin>(
             let ctx = chat.ctx(turn);
             if !chat.stream {
                 // Non-streaming: announce the full length, send half, hang up.
-                let bytes = completion_json(&reply, &ctx).to_string().into_bytes();
+                let body = match chat.api {
+                    Api::OpenAiChat => completion_json(&reply, &ctx),
+                    Api::AnthropicMessages => anthropic_sse::message_json(&reply, &ctx),
+                    Api::Responses => responses_sse::response_json(&reply, &ctx),
+                };
+                let bytes = body.to_string().into_bytes();
                 let head = format!(
                     "HTTP/1.1 200 OK\r\nContent-Type: {JSON}\r\nContent-Length: {}\r\n\r\n",
                     bytes.len()
@@ -212,12 +262,16 @@ async fn fault<W: AsyncWrite + Unpin>(
                 return Ok(Outcome::Close);
             }
             http::write_sse_head(w, false).await?;
-            let plan = StreamPlan::new(&reply, &ctx);
-            for (i, chunk) in plan.deltas.iter().take(after_chunks).enumerate() {
+            let body: Vec<String> = match chat.api {
+                Api::OpenAiChat => StreamPlan::new(&reply, &ctx).deltas.iter().map(sse_event).collect(),
+                Api::AnthropicMessages => anthropic_sse::stream_events(&reply, &ctx).0,
+                Api::Responses => responses_sse::stream_events(&reply, &ctx).0,
+            };
+            for (i, event) in body.iter().take(after_chunks).enumerate() {
                 if i > 0 {
                     sleep_ms(reply.chunk_delay_ms).await;
                 }
-                http::write_chunk(w, sse_event(chunk).as_bytes()).await?;
+                http::write_chunk(w, event.as_bytes()).await?;
             }
             Ok(Outcome::Close)
         }
@@ -251,13 +305,19 @@ fn error_kind(status: u16) -> (&'static str, Value) {
 
 async fn write_error<W: AsyncWrite + Unpin>(
     w: &mut W,
+    api: Api,
     status: u16,
     message: &str,
     retry_after: Option<u64>,
     close: bool,
 ) -> io::Result<()> {
-    let (kind, code) = error_kind(status);
-    let body = json!({"error": {"message": message, "type": kind, "param": null, "code": code}});
+    let body = match api {
+        Api::AnthropicMessages => anthropic_sse::error_json(status, message),
+        Api::OpenAiChat | Api::Responses => {
+            let (kind, code) = error_kind(status);
+            json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
+        }
+    };
     let mut headers = content_type_json();
     if let Some(secs) = retry_after {
         headers.push(("Retry-After".to_owned(), secs.to_string()));

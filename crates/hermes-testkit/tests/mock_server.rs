@@ -419,7 +419,7 @@ fn exhausted_script_answers_500_by_default() {
     assert_eq!(resp.status, 500);
     assert_eq!(
         resp.json(),
-        json!({"error": {"message": "mock script exhausted"}})
+        json!({"error": {"message": "mock script exhausted", "type": "server_error", "param": null, "code": null}})
     );
     assert_eq!(server.turns_consumed(), 1);
     assert_eq!(server.chat_requests().len(), 2);

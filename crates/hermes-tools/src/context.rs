@@ -1,15 +1,24 @@
 //! What a tool call may use: the working directory, the environment for subprocesses (without
-//! credentials), the terminal timeout, the cancellation token of the turn and the frontend's
-//! [`Interaction`].
+//! credentials), the terminal timeout, the cancellation token of the turn, the frontend's
+//! [`Interaction`], and the session's state shared by every turn: the approval gate, background
+//! processes, the todo list, the redactor of known secrets, the protected paths and the
+//! repeated-search guard.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use hermes_config::{Config, ConfigError, Environment, HermesHome};
 use tokio_util::sync::CancellationToken;
 
+use crate::approval::{ApprovalGate, ApprovalSettings, CommandChecker, CommandJudge, is_truthy};
 use crate::interaction::{Interaction, NonInteractive};
+use crate::process::ProcessRegistry;
+use crate::protect::ProtectedPaths;
+use crate::redact::Redactor;
+use crate::search::RepeatGuard;
 use crate::secrets::ChildEnv;
+use crate::todo::TodoStore;
 
 #[derive(Clone)]
 pub struct ToolContext {
@@ -23,6 +32,12 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     pub interaction: Arc<dyn Interaction>,
     pub session_id: String,
+    pub approvals: Arc<ApprovalGate>,
+    pub processes: Arc<ProcessRegistry>,
+    pub todos: Arc<TodoStore>,
+    pub redactor: Arc<Redactor>,
+    pub protected: Arc<ProtectedPaths>,
+    pub search_guard: Arc<RepeatGuard>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -31,14 +46,34 @@ impl std::fmt::Debug for ToolContext {
             .field("cwd", &self.cwd)
             .field("terminal_timeout", &self.terminal_timeout)
             .field("session_id", &self.session_id)
+            .field("approvals", &self.approvals)
             .finish_non_exhaustive()
     }
 }
 
+/// Everything a frontend knows when it sets up the tools of a session.
+pub struct SessionTools<'a> {
+    pub cwd: PathBuf,
+    pub home: &'a HermesHome,
+    pub config: &'a Config,
+    pub env: &'a Environment,
+    /// `--yolo` on the command line (`HERMES_YOLO_MODE` is read here).
+    pub yolo: bool,
+    pub interaction: Arc<dyn Interaction>,
+    /// The smart-approval judge (`approvals.mode: smart`); none: ask the user.
+    pub judge: Option<Arc<dyn CommandJudge>>,
+    /// Credentials the session knows besides the environment (the provider key), as
+    /// `(name, value)`: redacted from tool output.
+    pub known_secrets: Vec<(String, String)>,
+    pub session_id: String,
+}
+
 impl ToolContext {
     /// A context for `cwd` with the process environment (minus secrets), a 180 s terminal
-    /// timeout and no user to ask.
+    /// timeout, default approval settings and no user to ask.
     pub fn new(cwd: PathBuf) -> ToolContext {
+        let protected = ProtectedPaths::from_process();
+        let checker = CommandChecker::new(protected.home(), protected.hermes_home());
         ToolContext {
             cwd,
             child_env: Arc::new(ChildEnv::from_process(&[])),
@@ -46,7 +81,52 @@ impl ToolContext {
             cancel: CancellationToken::new(),
             interaction: Arc::new(NonInteractive),
             session_id: String::new(),
+            approvals: Arc::new(ApprovalGate::new(
+                ApprovalSettings::default(),
+                checker,
+                None,
+            )),
+            processes: Arc::new(ProcessRegistry::new()),
+            todos: Arc::new(TodoStore::new()),
+            redactor: Arc::new(Redactor::from_process()),
+            protected: Arc::new(protected),
+            search_guard: Arc::new(RepeatGuard::default()),
         }
+    }
+
+    /// The context of a session: config (`terminal`, `approvals`, `command_allowlist`), the
+    /// home's secrets, the user's home and Hermes home for protected paths.
+    pub fn for_session(setup: SessionTools<'_>) -> Result<ToolContext, ConfigError> {
+        let config = setup.config;
+        let yolo = setup.yolo
+            || setup
+                .env
+                .var("HERMES_YOLO_MODE")
+                .is_some_and(|v| is_truthy(&v));
+        let settings = ApprovalSettings::from_config(config, yolo)?;
+        let home = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from);
+        let protected = ProtectedPaths::new(home, Some(setup.home.root().to_path_buf()));
+        let checker = CommandChecker::new(protected.home(), protected.hermes_home());
+        let mut redactor = Redactor::from_environment(setup.env);
+        for (name, value) in setup.known_secrets {
+            redactor.add(name, value);
+        }
+        Ok(ToolContext {
+            cwd: setup.cwd,
+            child_env: Arc::new(ChildEnv::from_process(&config.terminal.env_passthrough)),
+            terminal_timeout: Duration::from_secs(config.terminal.timeout.max(1)),
+            cancel: CancellationToken::new(),
+            interaction: setup.interaction,
+            session_id: setup.session_id,
+            approvals: Arc::new(ApprovalGate::new(settings, checker, setup.judge)),
+            processes: Arc::new(ProcessRegistry::new()),
+            todos: Arc::new(TodoStore::new()),
+            redactor: Arc::new(redactor),
+            protected: Arc::new(protected),
+            search_guard: Arc::new(RepeatGuard::default()),
+        })
     }
 
     /// The same context with another cancellation token (one per turn).

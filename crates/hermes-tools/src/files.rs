@@ -1,5 +1,6 @@
 //! File tools: `read_file` (numbered lines, paging, caps, binary refusal) and `write_file`
-//! (parents created, atomic replace). Blocking filesystem work runs on tokio's blocking pool.
+//! (parents created, atomic replace), both refusing protected credential paths. Blocking
+//! filesystem work runs on tokio's blocking pool.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -78,6 +79,7 @@ impl Tool for ReadFileTool {
     async fn call(&self, args: Value, ctx: &ToolContext) -> ToolResult {
         let args: ReadArgs = parse_args(args)?;
         let path = paths::resolve(&ctx.cwd, &args.path);
+        ctx.protected.check_read(&path)?;
         let offset = args.offset.unwrap_or(1).max(1);
         let limit = args.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
         blocking(move || read_lines(&path, offset, limit)).await
@@ -211,6 +213,7 @@ impl Tool for WriteFileTool {
     async fn call(&self, args: Value, ctx: &ToolContext) -> ToolResult {
         let args: WriteArgs = parse_args(args)?;
         let path = paths::resolve(&ctx.cwd, &args.path);
+        ctx.protected.check_write(&path)?;
         blocking(move || {
             if path.is_dir() {
                 return Err(ToolError::new(format!("{} is a directory", path.display())));

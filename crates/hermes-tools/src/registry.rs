@@ -1,6 +1,7 @@
 //! The tool registry: every tool Hermes knows, grouped in toolsets; the subset a session
 //! enables; availability checks (required env vars, `check_available`) cached for 30 s; and
-//! running one call with the result cap and the `{"error": ...}` shape the model reads.
+//! running one call with the `{"error": ...}` shape the model reads, the session's known
+//! secrets redacted (the one place every result passes) and the result cap.
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
@@ -96,8 +97,13 @@ impl Registry {
     pub fn builtin() -> Registry {
         let mut r = Registry::new();
         r.register(Arc::new(crate::terminal::TerminalTool));
+        r.register(Arc::new(crate::process::tool::ProcessTool));
         r.register(Arc::new(crate::files::ReadFileTool));
         r.register(Arc::new(crate::files::WriteFileTool));
+        r.register(Arc::new(crate::patch::PatchTool));
+        r.register(Arc::new(crate::search::SearchFilesTool));
+        r.register(Arc::new(crate::todo::TodoTool));
+        r.register(Arc::new(crate::clarify::ClarifyTool));
         r
     }
 
@@ -200,7 +206,8 @@ impl Registry {
             .collect()
     }
 
-    /// Runs one call: errors and panics become `{"error": ...}`, the result is capped.
+    /// Runs one call: errors and panics become `{"error": ...}`, known secrets are redacted,
+    /// the result is capped.
     pub async fn execute(tool: &dyn Tool, args: Value, ctx: &ToolContext) -> CallOutcome {
         let result = AssertUnwindSafe(tool.call(args, ctx)).catch_unwind().await;
         let (value, ok) = match result {
@@ -219,6 +226,7 @@ impl Registry {
             Value::String(s) => s,
             other => other.to_string(),
         };
+        let content = ctx.redactor.redact(&content);
         CallOutcome {
             content: truncate_middle(&content, tool.max_result_chars(), 0.5),
             ok,
@@ -298,10 +306,22 @@ mod tests {
     fn toolset_selection() {
         let r = Registry::builtin();
         let (sel, warn) = r.select(&["terminal".to_string()]).unwrap();
-        assert_eq!(sel.names(), ["terminal"]);
+        assert_eq!(sel.names(), ["terminal", "process"]);
         assert!(warn.is_empty());
         let (sel, _) = r.select(&["hermes-cli".to_string()]).unwrap();
-        assert_eq!(sel.names(), ["terminal", "read_file", "write_file"]);
+        assert_eq!(
+            sel.names(),
+            [
+                "terminal",
+                "process",
+                "read_file",
+                "write_file",
+                "patch",
+                "search_files",
+                "todo",
+                "clarify"
+            ]
+        );
         let (_, warn) = r.select(&["web".to_string()]).unwrap();
         assert_eq!(warn.len(), 1);
         let err = r.select(&["nonsense".to_string()]).unwrap_err();

@@ -8,11 +8,16 @@ const SECRET_NAMES: &[&str] = &[
     "AWS_SECRET_ACCESS_KEY",
     "AWS_SESSION_TOKEN",
     "AWS_BEARER_TOKEN_BEDROCK",
+    "AWS_SECURITY_TOKEN",
     "GH_TOKEN",
     "GITHUB_TOKEN",
     "HF_TOKEN",
     "API_SERVER_KEY",
     "DATABASE_URL",
+    "REDIS_URL",
+    "MONGODB_URI",
+    "MONGO_URL",
+    "SENTRY_DSN",
     "SLACK_BOT_TOKEN",
     "TELEGRAM_BOT_TOKEN",
     "DISCORD_BOT_TOKEN",
@@ -29,6 +34,7 @@ const SECRET_SUFFIXES: &[&str] = &[
     "_ACCESS_KEY",
     "_PRIVATE_KEY",
     "_CREDENTIALS",
+    "_PAT",
 ];
 
 /// Whether an environment variable name looks like it holds a credential.
@@ -37,6 +43,8 @@ pub fn is_secret_name(name: &str) -> bool {
     SECRET_NAMES.contains(&upper.as_str())
         || SECRET_SUFFIXES.iter().any(|s| upper.ends_with(s))
         || upper.contains("API_KEY")
+        || (upper.starts_with("AWS_")
+            && (upper.contains("SECRET") || upper.contains("TOKEN") || upper.contains("KEY")))
 }
 
 /// The environment of tool subprocesses.
@@ -87,6 +95,9 @@ mod tests {
             ("GITHUB_TOKEN", "gh"),
             ("MY_SERVICE_PASSWORD", "pw"),
             ("AWS_SECRET_ACCESS_KEY", "aws"),
+            ("AWS_SESSION_TOKEN_X", "aws2"),
+            ("REDIS_URL", "redis://:pw@h"),
+            ("AWS_REGION", "eu-west-1"),
             ("HOME", "/h"),
             ("TOKENIZERS_PARALLELISM", "false"),
         ]
@@ -95,7 +106,13 @@ mod tests {
         let names: Vec<&str> = env.vars().iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(
             names,
-            ["PATH", "GITHUB_TOKEN", "HOME", "TOKENIZERS_PARALLELISM"]
+            [
+                "PATH",
+                "GITHUB_TOKEN",
+                "AWS_REGION",
+                "HOME",
+                "TOKENIZERS_PARALLELISM"
+            ]
         );
     }
 }

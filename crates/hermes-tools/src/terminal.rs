@@ -1,7 +1,9 @@
-//! The `terminal` tool: runs a shell command in the foreground (`bash -c`, its own process
-//! group), with a timeout that kills the whole group, stdout and stderr merged in order, output
-//! bounded in memory and truncated head+tail for the model, ANSI escapes removed, and the exit
-//! code reported with a note when a non-zero code is not an error (grep finding nothing, ...).
+//! The `terminal` tool: every command first passes the approval gate; then it runs in the
+//! foreground (`bash -c`, its own process group), with a timeout that kills the whole group,
+//! stdout and stderr merged in order, output bounded in memory and truncated head+tail for the
+//! model, ANSI escapes removed, and the exit code reported with a note when a non-zero code is
+//! not an error (grep finding nothing, ...), or in the background (`background: true`) as a
+//! job of the session's [`crate::process::ProcessRegistry`].
 
 mod capture;
 mod process_group;
@@ -17,6 +19,7 @@ use tokio::io::AsyncReadExt;
 use crate::output::{strip_ansi, truncate_middle};
 use crate::{Tool, ToolContext, ToolError, ToolResult, paths};
 use capture::BoundedCapture;
+pub(crate) use process_group::signal_group;
 
 /// Characters of output the model gets; 40 % from the head, 60 % from the tail.
 pub const MAX_OUTPUT_CHARS: usize = 50_000;
@@ -39,6 +42,8 @@ struct TerminalArgs {
     timeout: Option<u64>,
     #[serde(default)]
     workdir: Option<String>,
+    #[serde(default)]
+    background: bool,
 }
 
 #[async_trait::async_trait]
@@ -50,7 +55,7 @@ impl Tool for TerminalTool {
         "terminal"
     }
     fn description(&self) -> &'static str {
-        "Run a shell command (bash) and return its combined stdout/stderr and exit code. Non-interactive: pass flags such as -y; no sudo prompts. Long output is truncated in the middle."
+        "Run a shell command (bash) and return its combined stdout/stderr and exit code. Non-interactive: pass flags such as -y; no sudo prompts. Long output is truncated in the middle. background=true starts servers and long jobs and returns an id for the process tool."
     }
     fn parameters(&self) -> Value {
         json!({
@@ -58,7 +63,8 @@ impl Tool for TerminalTool {
             "properties": {
                 "command": {"type": "string", "description": "The command line to run"},
                 "timeout": {"type": "integer", "description": "Seconds before the command is killed (default 180)", "minimum": 1},
-                "workdir": {"type": "string", "description": "Directory to run in (default: the working directory)"}
+                "workdir": {"type": "string", "description": "Directory to run in (default: the working directory)"},
+                "background": {"type": "boolean", "description": "Run in the background (no timeout) and return a process id"}
             },
             "required": ["command"]
         })
@@ -85,12 +91,38 @@ impl Tool for TerminalTool {
                 workdir.display()
             )));
         }
-        let timeout = args
-            .timeout
-            .map(|s| Duration::from_secs(s.clamp(1, MAX_TIMEOUT_SECS)))
-            .unwrap_or(ctx.terminal_timeout);
-        let run = run_command(&args.command, &workdir, timeout, ctx).await?;
-        Ok(run.into_result(&args.command))
+        let note = ctx
+            .approvals
+            .check(
+                &args.command,
+                ctx.interaction.as_ref(),
+                &ctx.cancel,
+                &ctx.redactor,
+            )
+            .await?;
+        let mut result = if args.background {
+            let job = ctx
+                .processes
+                .spawn(&args.command, &workdir, &ctx.child_env)?;
+            json!({
+                "id": job.id,
+                "pid": job.pid,
+                "status": "running",
+                "note": "started in the background; check it with process(action='poll', id=...), stop it with action='kill'",
+            })
+        } else {
+            let timeout = args
+                .timeout
+                .map(|s| Duration::from_secs(s.clamp(1, MAX_TIMEOUT_SECS)))
+                .unwrap_or(ctx.terminal_timeout);
+            run_command(&args.command, &workdir, timeout, ctx)
+                .await?
+                .into_result(&args.command)
+        };
+        if let Some(note) = note {
+            result["approval_note"] = json!(note);
+        }
+        Ok(result)
     }
 }
 
@@ -130,7 +162,7 @@ impl CommandRun {
     }
 }
 
-fn shell() -> &'static str {
+pub(crate) fn shell() -> &'static str {
     if Path::new("/bin/bash").exists() {
         "/bin/bash"
     } else {

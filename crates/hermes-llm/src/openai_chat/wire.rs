@@ -5,6 +5,7 @@ use hermes_protocol::{FinishReason, Message, Role, StreamEvent, ToolSchema, Usag
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::error::{error_text, snippet};
 use crate::{ChatRequest, LlmError};
 
 #[derive(Serialize)]
@@ -319,79 +320,6 @@ fn content_text(v: &Value) -> Option<String> {
     }
 }
 
-/// The human-readable message of an error body in any of the shapes providers use.
-pub(super) fn error_message(body: &[u8], status: u16) -> String {
-    let text = String::from_utf8_lossy(body);
-    let parsed: Option<Value> = serde_json::from_slice(body).ok();
-    let message = parsed.as_ref().map(|v| match v.get("error") {
-        Some(e) => error_text(e),
-        None => error_text(v),
-    });
-    match message.filter(|m| !m.is_empty()) {
-        Some(m) => m,
-        None if text.trim().is_empty() => canonical_reason(status).to_string(),
-        None => snippet(text.trim()),
-    }
-}
-
-fn error_text(e: &Value) -> String {
-    match e {
-        Value::String(s) => s.clone(),
-        Value::Object(map) => {
-            let base = map
-                .get("message")
-                .or_else(|| map.get("detail"))
-                .or_else(|| map.get("error"))
-                .map(|m| match m {
-                    Value::String(s) => s.clone(),
-                    other => error_text(other),
-                })
-                .unwrap_or_else(|| snippet(&e.to_string()));
-            // OpenRouter wraps the upstream provider's message in metadata.raw.
-            match map
-                .get("metadata")
-                .and_then(|m| m.get("raw"))
-                .and_then(Value::as_str)
-            {
-                Some(raw) if !raw.is_empty() && !base.contains(raw) => {
-                    format!("{base} ({})", snippet(raw))
-                }
-                _ => base,
-            }
-        }
-        other => snippet(&other.to_string()),
-    }
-}
-
-fn canonical_reason(status: u16) -> &'static str {
-    match status {
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        408 => "Request Timeout",
-        413 => "Payload Too Large",
-        429 => "Too Many Requests",
-        500 => "Internal Server Error",
-        502 => "Bad Gateway",
-        503 => "Service Unavailable",
-        504 => "Gateway Timeout",
-        _ => "error",
-    }
-}
-
-fn snippet(s: &str) -> String {
-    const MAX: usize = 300;
-    if s.len() <= MAX {
-        return s.to_string();
-    }
-    let mut end = MAX;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -470,16 +398,6 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "provider error in stream: Provider returned error (overloaded)"
-        );
-        assert_eq!(
-            error_message(br#"{"error":{"message":"Incorrect API key"}}"#, 401),
-            "Incorrect API key"
-        );
-        assert_eq!(error_message(br#"{"error":"bad"}"#, 400), "bad");
-        assert_eq!(error_message(b"", 502), "Bad Gateway");
-        assert_eq!(
-            error_message(b"<html>oops</html>", 500),
-            "<html>oops</html>"
         );
     }
 

@@ -1,0 +1,247 @@
+//! Saving the live session as it happens. [`Recorder`] is an event sink that hands every
+//! appended message, the streamed answer text, usage and model calls to the store's writer
+//! thread (which commits each at once); [`Tee`] feeds it and the renderer from one agent. At the
+//! end of each turn the recorder keeps an answer whose stream never completed and appends the
+//! trajectory when those are enabled. A store that cannot be written is reported once on stderr
+//! and never stops the conversation.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use hermes_config::HermesHome;
+use hermes_core::EventSink;
+use hermes_core::session_search::{CurrentSession, SessionSearchTool};
+use hermes_protocol::{AgentEvent, Message, Role, ToolSchema, TurnResult};
+use hermes_store::{MessageMeta, NewSession, SessionWriter, StoreError};
+use hermes_tools::Tool;
+
+use crate::trajectory::Trajectories;
+
+/// The session this process is recording into; `session_search` leaves it out of its results.
+pub fn current_session() -> &'static CurrentSession {
+    static CURRENT: OnceLock<CurrentSession> = OnceLock::new();
+    CURRENT.get_or_init(CurrentSession::default)
+}
+
+/// The `session_search` tool over this home's session database.
+pub fn search_tool(home: &HermesHome) -> Arc<dyn Tool> {
+    Arc::new(
+        SessionSearchTool::new(home.join(hermes_store::DB_FILE_NAME))
+            .following(current_session().clone()),
+    )
+}
+
+/// Sends every event to two sinks: persistence first, so a message is queued for commit
+/// before it is shown.
+pub struct Tee<'a>(pub &'a dyn EventSink, pub &'a dyn EventSink);
+
+impl EventSink for Tee<'_> {
+    fn emit(&self, event: AgentEvent) {
+        self.0.emit(event.clone());
+        self.1.emit(event);
+    }
+}
+
+/// What the recorder needs besides the writer.
+pub struct RecorderParts {
+    pub writer: SessionWriter,
+    /// How a new session (after `/new`) is described.
+    pub template: NewSession,
+    pub trajectories: Option<Trajectories>,
+    pub system_prompt: String,
+    pub tools: Vec<ToolSchema>,
+}
+
+pub struct Recorder {
+    writer: Option<SessionWriter>,
+    template: Mutex<NewSession>,
+    trajectories: Option<Trajectories>,
+    system_prompt: String,
+    tools: Vec<ToolSchema>,
+    /// Answer text streamed since the last assistant message.
+    streamed: Mutex<String>,
+    /// Output tokens of the last model call, for the assistant message it produced.
+    output_tokens: Mutex<Option<u64>>,
+    /// How the last turn ended, recorded as the session's end reason.
+    outcome: Mutex<&'static str>,
+    warned: AtomicBool,
+}
+
+impl Recorder {
+    pub fn new(parts: RecorderParts) -> Recorder {
+        current_session().set(parts.template.id.clone());
+        Recorder {
+            writer: Some(parts.writer),
+            template: Mutex::new(parts.template),
+            trajectories: parts.trajectories,
+            system_prompt: parts.system_prompt,
+            tools: parts.tools,
+            streamed: Mutex::new(String::new()),
+            output_tokens: Mutex::new(None),
+            outcome: Mutex::new("user_exit"),
+            warned: AtomicBool::new(false),
+        }
+    }
+
+    /// After a turn: an answer whose stream never completed (the turn failed mid-answer) is
+    /// kept, in the store and in the returned message for the caller's history; the trajectory
+    /// is saved when enabled.
+    pub fn end_turn(&self, turn: &TurnResult) -> Option<Message> {
+        let unfinished = self
+            .streamed
+            .lock()
+            .map(|mut s| std::mem::take(&mut *s))
+            .unwrap_or_default();
+        let kept = (!unfinished.is_empty()).then(|| {
+            self.with_writer(SessionWriter::seal_partial);
+            Message::assistant(unfinished)
+        });
+        if let Ok(mut outcome) = self.outcome.lock() {
+            *outcome = if turn.interrupted {
+                "interrupted"
+            } else if turn.error.is_some() {
+                "failed"
+            } else if turn.completed {
+                "completed"
+            } else {
+                "max_turns"
+            };
+        }
+        if let Some(t) = &self.trajectories {
+            let mut messages = turn.messages.clone();
+            messages.extend(kept.clone());
+            let model = self.template.lock().ok().and_then(|t| t.model.clone());
+            if let Err(e) = t.record(
+                &self.system_prompt,
+                &self.tools,
+                &messages,
+                model.as_deref().unwrap_or_default(),
+                turn,
+            ) {
+                eprintln!("hermes: {e}");
+            }
+        }
+        self.report_failure();
+        kept
+    }
+
+    /// Ends this session and records into a fresh one (`/new`); returns the new id.
+    pub fn new_session(&self) -> String {
+        let id = hermes_store::time::new_session_id();
+        let next = match self.template.lock() {
+            Ok(mut t) => {
+                t.id = id.clone();
+                t.clone()
+            }
+            Err(_) => return id,
+        };
+        self.with_writer(|w| w.switch_to(next, "new_session"));
+        if let Ok(mut s) = self.streamed.lock() {
+            s.clear();
+        }
+        current_session().set(id.clone());
+        id
+    }
+
+    /// `/title` (show) and `/title NEW TITLE` (set): the line to print.
+    pub fn title_command(&self, argument: &str) -> String {
+        let Some(writer) = &self.writer else {
+            return "Sessions are not being saved.".into();
+        };
+        let argument = argument.trim();
+        if argument.is_empty() {
+            return match writer.title() {
+                Ok(Some(t)) => format!("Title: {t}"),
+                Ok(None) => "This session has no title yet. Set one with /title NAME.".into(),
+                Err(e) => format!("Cannot read the title: {e}"),
+            };
+        }
+        match writer.set_title(argument) {
+            Ok(t) => format!("Title set: {t}"),
+            Err(e) => format!("Title not set: {e}"),
+        }
+    }
+
+    fn with_writer(&self, f: impl FnOnce(&SessionWriter)) {
+        if let Some(w) = &self.writer {
+            f(w);
+        }
+    }
+
+    /// Says once, on stderr, that the conversation is not being saved.
+    fn report_failure(&self) {
+        if self.warned.load(Ordering::Relaxed) {
+            return;
+        }
+        if let Some(e) = self.writer.as_ref().and_then(SessionWriter::error) {
+            self.warn(&e);
+        }
+    }
+
+    fn warn(&self, e: &StoreError) {
+        if !self.warned.swap(true, Ordering::Relaxed) {
+            eprintln!("hermes: this conversation is not being saved: {e}");
+        }
+    }
+}
+
+impl EventSink for Recorder {
+    fn emit(&self, event: AgentEvent) {
+        let Some(writer) = &self.writer else {
+            return;
+        };
+        match event {
+            AgentEvent::TextDelta(text) => {
+                if let Ok(mut s) = self.streamed.lock() {
+                    s.push_str(&text);
+                }
+                writer.stream_text(text);
+            }
+            AgentEvent::MessageAdded(message) => {
+                let mut meta = MessageMeta::default();
+                if message.role == Role::Assistant {
+                    if let Ok(mut s) = self.streamed.lock() {
+                        s.clear();
+                    }
+                    meta.token_count = self
+                        .output_tokens
+                        .lock()
+                        .ok()
+                        .and_then(|mut t| t.take())
+                        .map(|n| i64::try_from(n).unwrap_or(i64::MAX));
+                    meta.finish_reason = Some(
+                        if message.has_tool_calls() {
+                            "tool_calls"
+                        } else {
+                            "stop"
+                        }
+                        .into(),
+                    );
+                }
+                writer.append(message, meta);
+                self.report_failure();
+            }
+            AgentEvent::Usage(usage) => {
+                if let Ok(mut t) = self.output_tokens.lock() {
+                    *t = Some(usage.output_tokens);
+                }
+                writer.usage(usage, None);
+            }
+            AgentEvent::ModelCallStarted { .. } => writer.api_call(),
+            _ => {}
+        }
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        let Some(writer) = self.writer.take() else {
+            return;
+        };
+        let reason = self.outcome.lock().map(|o| *o).unwrap_or("user_exit");
+        writer.end(reason);
+        if let Err(e) = writer.close() {
+            self.warn(&e);
+        }
+    }
+}

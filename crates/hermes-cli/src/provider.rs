@@ -1,0 +1,225 @@
+//! Building the model providers of a session from config and environment: the primary
+//! (resolved command line > config.yaml > environment, named `custom_providers` included),
+//! wrapped in a credential pool when several keys are configured, and the
+//! `fallback_providers` tried in order when it fails for good.
+
+use std::sync::Arc;
+
+use hermes_config::{Config, Environment, HermesHome, ModelSettings};
+use hermes_core::ModelTarget;
+use hermes_llm::pool::{CredentialPool, PooledProvider, Strategy};
+use hermes_llm::resolve::{NamedProvider, named_providers, preset};
+use hermes_llm::{HttpTimeouts, Overrides, Provider, ProviderOptions, ProviderSpec};
+use serde_json::Value;
+
+use crate::error::CliError;
+
+/// The providers of a session.
+pub struct Providers {
+    pub spec: ProviderSpec,
+    pub primary: Arc<dyn Provider>,
+    pub fallbacks: Vec<ModelTarget>,
+    /// Fallback entries that could not be used, for the user to fix.
+    pub warnings: Vec<String>,
+}
+
+pub fn build(
+    config: &Config,
+    env: &Environment,
+    home: &HermesHome,
+    overrides: &Overrides,
+) -> Result<Providers, CliError> {
+    let named = named_providers(&config.raw);
+    let spec = hermes_llm::resolve::resolve_with(&config.model, env, overrides, &named)
+        .map_err(|e| CliError::config(e.to_string()))?;
+    #[cfg_attr(not(feature = "bedrock"), allow(unused_mut))]
+    let mut options = ProviderOptions::new(
+        HttpTimeouts::default(),
+        config
+            .raw
+            .pointer("/prompt_caching/cache_ttl")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+    );
+    #[cfg(feature = "bedrock")]
+    {
+        options.aws = Some(hermes_llm::bedrock::AwsCredentials {
+            access_key_id: env.var("AWS_ACCESS_KEY_ID").unwrap_or_default(),
+            secret_access_key: env.var("AWS_SECRET_ACCESS_KEY").unwrap_or_default(),
+            session_token: env.var("AWS_SESSION_TOKEN"),
+            region: env
+                .var("AWS_REGION")
+                .or_else(|| env.var("AWS_DEFAULT_REGION"))
+                .unwrap_or_default(),
+        });
+    }
+    let primary = pooled_or_single(&spec, config, env, home, &options)
+        .map_err(|e| CliError::config(e.to_string()))?;
+    let (fallbacks, warnings) = fallbacks(config, env, home, &named, &options);
+    Ok(Providers {
+        spec,
+        primary,
+        fallbacks,
+        warnings,
+    })
+}
+
+/// The provider for `spec`, drawing from a credential pool when more than one key is known.
+fn pooled_or_single(
+    spec: &ProviderSpec,
+    config: &Config,
+    env: &Environment,
+    home: &HermesHome,
+    options: &ProviderOptions,
+) -> Result<Arc<dyn Provider>, hermes_llm::LlmError> {
+    let (keys, strategy) = pool_keys(spec, config, env);
+    if keys.len() < 2 {
+        return hermes_llm::build_provider_with(spec, options);
+    }
+    let pool = Arc::new(CredentialPool::new(
+        &spec.provider,
+        keys,
+        strategy,
+        Some(home.join("credential_pool.json")),
+    ));
+    let template = spec.clone();
+    let options = options.clone();
+    let endpoint = hermes_llm::build_provider_with(spec, &options)?
+        .endpoint()
+        .to_string();
+    Ok(Arc::new(PooledProvider::new(
+        pool,
+        &spec.provider,
+        &endpoint,
+        move |key| {
+            let spec = ProviderSpec {
+                api_key: Some(key.to_string()),
+                ..template.clone()
+            };
+            hermes_llm::build_provider_with(&spec, &options)
+        },
+    )))
+}
+
+/// Every key known for the provider: the resolved one first, then `credential_pool.<provider>`
+/// in config.yaml (a list, or `{keys: [...], strategy}`), then `<KEY_ENV>_1..n`.
+fn pool_keys(spec: &ProviderSpec, config: &Config, env: &Environment) -> (Vec<String>, Strategy) {
+    let mut keys: Vec<String> = spec.api_key.iter().cloned().collect();
+    let entry = config.raw.pointer(&format!("/credential_pool/{}", spec.provider));
+    let listed = entry.and_then(|e| e.as_array().or_else(|| e.get("keys").and_then(Value::as_array)));
+    keys.extend(
+        listed
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(|k| env.substitute(k)),
+    );
+    if let Some(p) = preset(&spec.provider) {
+        for var in p.key_env {
+            for n in 1..=32 {
+                match env.var(&format!("{var}_{n}")) {
+                    Some(k) => keys.push(k),
+                    None => break,
+                }
+            }
+        }
+    }
+    let strategy = entry
+        .and_then(|e| e.get("strategy"))
+        .or_else(|| config.raw.pointer(&format!("/credential_pool_strategies/{}", spec.provider)))
+        .and_then(Value::as_str)
+        .and_then(Strategy::parse)
+        .unwrap_or_default();
+    (keys, strategy)
+}
+
+/// `fallback_providers: [{provider, model, base_url, api_key, api_mode}]`, resolved and built;
+/// entries that cannot be used become warnings instead of failing the run.
+fn fallbacks(
+    config: &Config,
+    env: &Environment,
+    home: &HermesHome,
+    named: &[NamedProvider],
+    options: &ProviderOptions,
+) -> (Vec<ModelTarget>, Vec<String>) {
+    let mut targets = Vec::new();
+    let mut warnings = Vec::new();
+    let entries = config
+        .raw
+        .get("fallback_providers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for (i, entry) in entries.iter().enumerate() {
+        let text = |k: &str| entry.get(k).and_then(Value::as_str).map(str::to_string);
+        let settings = ModelSettings {
+            provider: text("provider"),
+            default: text("model").or_else(|| text("default")),
+            base_url: text("base_url"),
+            api_key: text("api_key"),
+            api_mode: text("api_mode"),
+            ..ModelSettings::default()
+        };
+        let built = hermes_llm::resolve::resolve_with(&settings, env, &Overrides::default(), named)
+            .map_err(|e| e.to_string())
+            .and_then(|spec| {
+                pooled_or_single(&spec, config, env, home, options)
+                    .map(|provider| ModelTarget {
+                        provider,
+                        model: spec.model.clone(),
+                    })
+                    .map_err(|e| e.to_string())
+            });
+        match built {
+            Ok(t) => targets.push(t),
+            Err(e) => warnings.push(format!("fallback_providers[{i}] is skipped: {e}")),
+        }
+    }
+    (targets, warnings)
+}
+
+/// The model for an auxiliary task (`auxiliary.<task>.model`, `.provider`, `.base_url`,
+/// `.api_key`): by default the session's own provider and model.
+pub fn auxiliary(
+    config: &Config,
+    env: &Environment,
+    home: &HermesHome,
+    task: &str,
+    primary: &Arc<dyn Provider>,
+    main_model: &str,
+) -> Result<ModelTarget, CliError> {
+    let entry = config.raw.pointer(&format!("/auxiliary/{task}"));
+    let text = |k: &str| {
+        entry
+            .and_then(|e| e.get(k))
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    let model = text("model");
+    if text("provider").is_none() && text("base_url").is_none() {
+        return Ok(ModelTarget {
+            provider: primary.clone(),
+            model: model.unwrap_or_else(|| main_model.to_string()),
+        });
+    }
+    let settings = ModelSettings {
+        provider: text("provider"),
+        default: model,
+        base_url: text("base_url"),
+        api_key: text("api_key"),
+        api_mode: text("api_mode"),
+        ..ModelSettings::default()
+    };
+    let named = named_providers(&config.raw);
+    let spec = hermes_llm::resolve::resolve_with(&settings, env, &Overrides::default(), &named)
+        .map_err(|e| CliError::config(format!("auxiliary.{task}: {e}")))?;
+    let options = ProviderOptions::default();
+    let provider = pooled_or_single(&spec, config, env, home, &options)
+        .map_err(|e| CliError::config(format!("auxiliary.{task}: {e}")))?;
+    Ok(ModelTarget {
+        provider,
+        model: spec.model,
+    })
+}

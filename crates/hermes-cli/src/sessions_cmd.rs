@@ -1,0 +1,355 @@
+//! `hermes sessions list|show|search|rename|delete|export|prune`: the session store from the
+//! command line. Needs no provider and no config, only the home. Deleting asks first unless
+//! `--yes` is given; a wrong id is a usage error (exit 2), a damaged or locked database a
+//! failure (exit 1) that leaves the file as it was.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand, ValueEnum};
+use hermes_config::HermesHome;
+use hermes_protocol::Role;
+use hermes_store::time::{format_utc, now, relative_age};
+use hermes_store::{SearchQuery, SessionRecord, Store, StoredMessage, export};
+use hermes_tools::output::{shorten_line, truncate_middle};
+
+use crate::args::CommonArgs;
+use crate::error::CliError;
+use crate::resume::store_error;
+
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    #[command(subcommand)]
+    pub action: SessionsAction,
+
+    /// Use the profile NAME: a separate home under $HERMES_HOME/profiles/NAME.
+    #[arg(short = 'p', long = "profile", value_name = "NAME")]
+    pub profile: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsAction {
+    /// List sessions, most recently active first.
+    List {
+        /// How many to show.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        /// Only sessions from this source (cli, telegram, api, cron, ...).
+        #[arg(long)]
+        source: Option<String>,
+    },
+    /// Show a session: its details and every message.
+    Show {
+        /// Session id, unique id prefix, or title.
+        id: String,
+    },
+    /// Full-text search over past messages.
+    Search {
+        /// Words, "a phrase", prefix*, OR / NOT.
+        #[arg(required = true, num_args = 1..)]
+        query: Vec<String>,
+        /// How many matches to show.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        /// Roles to search, comma-separated: user, assistant, tool.
+        #[arg(long, value_name = "ROLES", default_value = "user,assistant")]
+        role: String,
+    },
+    /// Set a session's title.
+    Rename {
+        id: String,
+        #[arg(required = true, num_args = 1..)]
+        title: Vec<String>,
+    },
+    /// Delete a session and its messages.
+    Delete {
+        id: String,
+        /// Do not ask for confirmation.
+        #[arg(short = 'y', long)]
+        yes: bool,
+    },
+    /// Export a session to stdout (or a file): a JSON record or a ShareGPT trajectory.
+    Export {
+        id: String,
+        #[arg(long, value_enum, default_value_t = ExportFormat::Jsonl)]
+        format: ExportFormat,
+        /// Write to FILE instead of stdout.
+        #[arg(short = 'o', long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Delete every session inactive for more than DAYS days.
+    Prune {
+        #[arg(long = "older-than", value_name = "DAYS", default_value_t = 90)]
+        older_than: u32,
+        /// Do not ask for confirmation.
+        #[arg(short = 'y', long)]
+        yes: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// One JSON line: the session's fields and all its messages.
+    Jsonl,
+    /// One JSON line: `{conversations: [{from, value}], timestamp, model, completed}`.
+    Sharegpt,
+}
+
+/// Writing to stdout failed (a closed pipe, a full disk).
+fn output_error(e: std::io::Error) -> CliError {
+    CliError::runtime(format!("cannot write the output: {e}"))
+}
+
+pub fn run(common: &CommonArgs, args: &SessionsArgs) -> Result<ExitCode, CliError> {
+    let profile = args.profile.as_deref().or(common.profile.as_deref());
+    let home = HermesHome::resolve(profile).map_err(|e| CliError::config(e.to_string()))?;
+    home.ensure().map_err(|e| CliError::config(e.to_string()))?;
+    let mut store = Store::open(home.join(hermes_store::DB_FILE_NAME)).map_err(store_error)?;
+    let mut out = std::io::stdout().lock();
+    match &args.action {
+        SessionsAction::List { limit, source } => {
+            list(&store, *limit, source.as_deref(), &mut out)?
+        }
+        SessionsAction::Show { id } => {
+            let session = store.resolve_session(id).map_err(store_error)?;
+            let messages = store.messages(&session.id).map_err(store_error)?;
+            show(&session, &messages, &mut out).map_err(output_error)?;
+        }
+        SessionsAction::Search { query, limit, role } => {
+            search(&store, &query.join(" "), *limit, role, &mut out)?;
+        }
+        SessionsAction::Rename { id, title } => {
+            let session = store.resolve_session(id).map_err(store_error)?;
+            let title = store
+                .set_title(&session.id, &title.join(" "))
+                .map_err(store_error)?;
+            writeln!(out, "Session {} is now titled \"{title}\".", session.id)
+                .map_err(output_error)?;
+        }
+        SessionsAction::Delete { id, yes } => {
+            let session = store.resolve_session(id).map_err(store_error)?;
+            let what = format!(
+                "session {} ({}, {} messages)",
+                session.id,
+                session.title.as_deref().unwrap_or("untitled"),
+                session.message_count
+            );
+            if !*yes && !confirm(&format!("Delete {what}?"))? {
+                return Err(CliError::runtime("nothing was deleted"));
+            }
+            store.delete_session(&session.id).map_err(store_error)?;
+            writeln!(out, "Deleted {what}.").map_err(output_error)?;
+        }
+        SessionsAction::Export { id, format, output } => {
+            let session = store.resolve_session(id).map_err(store_error)?;
+            let messages = store.messages(&session.id).map_err(store_error)?;
+            let line = match format {
+                ExportFormat::Jsonl => export::session_json(&session, &messages).to_string(),
+                ExportFormat::Sharegpt => {
+                    export::session_trajectory(&session, &messages).to_json_line()
+                }
+            };
+            match output {
+                Some(path) => std::fs::write(path, format!("{line}\n")).map_err(|e| {
+                    CliError::runtime(format!("cannot write {}: {e}", path.display()))
+                })?,
+                None => writeln!(out, "{line}").map_err(output_error)?,
+            }
+        }
+        SessionsAction::Prune { older_than, yes } => {
+            prune(&mut store, *older_than, *yes, &mut out)?
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn list(
+    store: &Store,
+    limit: usize,
+    source: Option<&str>,
+    out: &mut impl Write,
+) -> Result<(), CliError> {
+    let sessions = store.list_sessions(limit, source).map_err(store_error)?;
+    if sessions.is_empty() {
+        return writeln!(out, "No sessions yet.").map_err(output_error);
+    }
+    let now = now();
+    let mut text = format!(
+        "{:<24}{:<48}{:>6}  LAST ACTIVE\n",
+        "ID", "TITLE / FIRST MESSAGE", "MSGS"
+    );
+    for s in sessions {
+        let label = s.session.title.clone().unwrap_or(s.preview);
+        text.push_str(&format!(
+            "{:<24}{:<48}{:>6}  {}\n",
+            s.session.id,
+            shorten_line(&label, 46),
+            s.session.message_count,
+            relative_age(s.session.updated_at, now)
+        ));
+    }
+    out.write_all(text.as_bytes()).map_err(output_error)
+}
+
+fn show(
+    s: &SessionRecord,
+    messages: &[StoredMessage],
+    out: &mut impl Write,
+) -> std::io::Result<()> {
+    writeln!(out, "Session {}", s.id)?;
+    if let Some(t) = &s.title {
+        writeln!(out, "  title     {t}")?;
+    }
+    let model = [s.model.as_deref(), s.provider.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" via ");
+    writeln!(
+        out,
+        "  source    {} · {}",
+        s.source,
+        if model.is_empty() { "-" } else { &model }
+    )?;
+    if let Some(cwd) = &s.cwd {
+        writeln!(out, "  cwd       {cwd}")?;
+    }
+    writeln!(out, "  started   {}", format_utc(s.started_at))?;
+    match (s.ended_at, &s.end_reason) {
+        (Some(t), reason) => writeln!(
+            out,
+            "  ended     {} ({})",
+            format_utc(t),
+            reason.as_deref().unwrap_or("-")
+        )?,
+        (None, _) => writeln!(out, "  active    {}", format_utc(s.updated_at))?,
+    }
+    writeln!(
+        out,
+        "  counts    {} messages · {} tool calls · {} model calls",
+        s.message_count, s.tool_call_count, s.api_call_count
+    )?;
+    writeln!(
+        out,
+        "  tokens    {} in ({} cache read, {} cache write) · {} out · cost {}",
+        s.input_tokens,
+        s.cache_read_tokens,
+        s.cache_write_tokens,
+        s.output_tokens,
+        s.estimated_cost_usd
+            .map_or("unknown".to_string(), |c| format!("${c:.4}"))
+    )?;
+    for m in messages {
+        let mut head = format!("\n[{}] {}", m.id, m.message.role.as_str());
+        if let Some(name) = &m.message.name {
+            head.push_str(&format!(" {name}"));
+        }
+        if m.partial || m.finish_reason.as_deref() == Some(hermes_store::INTERRUPTED) {
+            head.push_str(" (interrupted)");
+        }
+        head.push_str(&format!(" · {}", format_utc(m.timestamp)));
+        writeln!(out, "{head}")?;
+        let body = match m.message.role {
+            Role::Tool => truncate_middle(&m.message.content, 2_000, 0.7),
+            _ => m.message.content.clone(),
+        };
+        if !body.is_empty() {
+            writeln!(out, "{body}")?;
+        }
+        for call in &m.message.tool_calls {
+            writeln!(
+                out,
+                "  → {} {}",
+                call.name,
+                shorten_line(&call.arguments, 200)
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn search(
+    store: &Store,
+    query: &str,
+    limit: usize,
+    roles: &str,
+    out: &mut impl Write,
+) -> Result<(), CliError> {
+    let mut wanted = Vec::new();
+    for r in roles.split(',').map(str::trim).filter(|r| !r.is_empty()) {
+        wanted.push(match r {
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "tool" => Role::Tool,
+            other => {
+                return Err(CliError::config(format!(
+                    "--role: unknown role `{other}` (use user, assistant, tool)"
+                )));
+            }
+        });
+    }
+    let marks = if std::io::stdout().is_terminal() {
+        ("\x1b[1;33m", "\x1b[0m")
+    } else {
+        (">>>", "<<<")
+    };
+    let q = SearchQuery {
+        roles: &wanted,
+        limit,
+        highlight: marks,
+        ..SearchQuery::new(query)
+    };
+    let hits = store.search(&q).map_err(store_error)?;
+    if hits.is_empty() {
+        return writeln!(out, "No messages match.").map_err(output_error);
+    }
+    let mut text = String::new();
+    for h in hits {
+        text.push_str(&format!(
+            "{} · {} · {}\n",
+            h.session_id,
+            h.session_title.as_deref().unwrap_or("untitled"),
+            format_utc(h.timestamp)
+        ));
+        let snippet = h.snippet.split_whitespace().collect::<Vec<_>>().join(" ");
+        text.push_str(&format!("  [{}] {}: {snippet}\n", h.message_id, h.role));
+    }
+    out.write_all(text.as_bytes()).map_err(output_error)
+}
+
+fn prune(store: &mut Store, days: u32, yes: bool, out: &mut impl Write) -> Result<(), CliError> {
+    let age = f64::from(days) * 86_400.0;
+    let cutoff = now() - age;
+    let stale = store
+        .list_sessions(usize::MAX >> 1, None)
+        .map_err(store_error)?
+        .into_iter()
+        .filter(|s| s.session.updated_at < cutoff)
+        .count();
+    if stale == 0 {
+        return writeln!(out, "No sessions inactive for more than {days} days.")
+            .map_err(output_error);
+    }
+    let question = format!("Delete {stale} sessions inactive for more than {days} days?");
+    if !yes && !confirm(&question)? {
+        return Err(CliError::runtime("nothing was deleted"));
+    }
+    let deleted = store.prune_sessions(age).map_err(store_error)?;
+    writeln!(out, "Deleted {} sessions.", deleted.len()).map_err(output_error)
+}
+
+/// Asks on stderr, reads the answer from stdin; only `y`/`yes` agrees.
+fn confirm(question: &str) -> Result<bool, CliError> {
+    eprint!("{question} [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| CliError::runtime(format!("cannot read the answer: {e}")))?;
+    Ok(matches!(
+        answer.trim().to_ascii_lowercase().as_str(),
+        "y" | "yes"
+    ))
+}

@@ -1,0 +1,106 @@
+//! Providers through the binary: every wire format selected from config.yaml, named custom
+//! providers, fallback providers, credential pools and usage reporting.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::Output;
+
+use hermes_testkit::{Fault, MockServer, MockUsage, Reply, Script, TestHome, Turn};
+
+fn bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_hermes"))
+}
+
+fn run(home: &TestHome, args: &[&str]) -> Output {
+    home.command(bin()).args(args).output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn root_url(server: &MockServer) -> String {
+    format!("http://127.0.0.1:{}", server.port())
+}
+
+#[test]
+fn anthropic_from_config_speaks_the_messages_api() {
+    let server = MockServer::start(Script::new(vec![Turn::text("Hi from Claude.")]));
+    let home = TestHome::new();
+    home.write_config(&format!(
+        "model:\n  provider: anthropic\n  default: claude-sonnet-4-5\n  base_url: {}\n  api_key: sk-ant-test\nprompt_caching:\n  cache_ttl: 1h\n",
+        root_url(&server)
+    ));
+    let o = run(&home, &["-z", "hi"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "Hi from Claude.\n");
+    let req = &server.requests()[0];
+    assert_eq!(req.path, "/v1/messages");
+    assert_eq!(req.header("x-api-key"), Some("sk-ant-test"));
+    assert_eq!(req.body["system"][0]["cache_control"]["ttl"], "1h");
+}
+
+#[test]
+fn a_named_custom_provider_with_the_responses_api() {
+    let server = MockServer::start(Script::new(vec![Turn::text("Hi from Codex.")]));
+    let home = TestHome::new();
+    home.write_config(&format!(
+        "model:\n  provider: work\ncustom_providers:\n  - name: work\n    base_url: {}\n    api_key: sk-work\n    api_mode: codex_responses\n    model: gpt-5.1-codex\n",
+        server.base_url()
+    ));
+    let o = run(&home, &["-z", "hi"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let req = &server.requests()[0];
+    assert_eq!(req.path, "/v1/responses");
+    assert_eq!(req.body["model"], "gpt-5.1-codex");
+}
+
+#[test]
+fn fallback_providers_take_over_when_the_primary_fails() {
+    let primary = MockServer::start(Script::new(vec![Fault::http(401, "bad key").into()]));
+    let backup = MockServer::start(Script::new(vec![Turn::text("backup answer")]));
+    let home = TestHome::new();
+    home.write_config(&format!(
+        "{}fallback_providers:\n  - provider: custom\n    model: backup-model\n    base_url: {}\n",
+        hermes_testkit::mock_config_yaml(&primary),
+        backup.base_url()
+    ));
+    let o = run(&home, &["-z", "hi"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "backup answer\n");
+    assert!(stderr(&o).contains("falling back to backup-model"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_credential_pool_rotates_a_rejected_key_and_remembers() {
+    let server = MockServer::start(Script::new(vec![Fault::http(401, "revoked").into(), Turn::text("ok")]));
+    let home = TestHome::new();
+    home.write_config(&format!(
+        "{}credential_pool:\n  custom:\n    keys: [sk-second]\n",
+        hermes_testkit::mock_config_yaml(&server)
+    ));
+    let o = run(&home, &["-z", "hi"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let reqs = server.requests();
+    assert_eq!(reqs[0].header("authorization"), Some("Bearer sk-mock-not-a-real-key"));
+    assert_eq!(reqs[1].header("authorization"), Some("Bearer sk-second"));
+    let state = std::fs::read_to_string(home.hermes_home().join("credential_pool.json")).unwrap();
+    assert!(state.contains("cooldown_until") && !state.contains("sk-"), "{state}");
+}
+
+#[test]
+fn usage_flag_reports_tokens_and_cost() {
+    let usage = MockUsage { prompt_tokens: 2000, completion_tokens: 100, cached_tokens: 1500 };
+    let server = MockServer::start(Script::new(vec![
+        Reply::text("ok").with_usage(usage).into(),
+        Reply::text("ok").with_usage(usage).into(),
+    ]));
+    let home = TestHome::new();
+    home.write_mock_config(&server);
+    let o = run(&home, &["-z", "hi", "--usage"]);
+    assert!(o.status.success());
+    assert_eq!(stderr(&o).trim(), "usage: 1 call · 2,000 in (1,500 cached) · 100 out · cost unknown");
+    let o = run(&home, &["-z", "hi", "--usage", "-m", "gpt-4o-mini"]);
+    assert!(stderr(&o).contains("out · $"), "{}", stderr(&o));
+}

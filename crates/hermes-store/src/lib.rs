@@ -1,0 +1,39 @@
+//! The Hermes session store: every message of every session in SQLite (`sessions.db` in the
+//! Hermes home), committed the moment it exists so a crash loses nothing.
+//!
+//! - [`Store`]: one blocking connection (WAL, busy timeout, `BEGIN IMMEDIATE` writes retried
+//!   with jitter, versioned migrations at open; a damaged, foreign or newer file is refused with
+//!   a clear [`StoreError`] and never modified).
+//! - Sessions ([`NewSession`], [`SessionRecord`]) with titles, usage totals and ends; messages
+//!   ([`StoredMessage`]) including the partial row of an answer still streaming.
+//! - Full-text search ([`SearchQuery`], [`SearchHit`]) with highlighted snippets, and the
+//!   context around a hit ([`MessageWindow`], [`Store::bookends`]).
+//! - [`SessionWriter`]: the dedicated thread a live session writes through.
+//! - Exports: JSON records ([`export`]) and ShareGPT trajectories ([`sharegpt`]).
+//!
+//! The schema is our own (the Python Hermes keeps `state.db`), so both programs can share a home
+//! without touching each other's database.
+
+mod error;
+pub mod export;
+mod messages;
+mod schema;
+mod search;
+mod sessions;
+pub mod sharegpt;
+mod store;
+pub mod time;
+pub mod title;
+mod writer;
+
+pub use error::StoreError;
+pub use messages::{INTERRUPTED, MessageMeta, StoredMessage};
+pub use schema::LATEST_VERSION;
+pub use search::{MessageWindow, SearchHit, SearchQuery, fts_query};
+pub use sessions::{NewSession, SessionRecord, SessionSummary};
+pub use sharegpt::{ShareGptTurn, Trajectory};
+pub use store::{Store, StoreOptions};
+pub use writer::{STREAM_COMMIT_INTERVAL, SessionStart, SessionWriter};
+
+/// The database's file name inside the Hermes home.
+pub const DB_FILE_NAME: &str = "sessions.db";

@@ -1,0 +1,196 @@
+//! [`Store`]: one connection to `sessions.db`. Opening checks whose file it is and which schema
+//! it has, switches it to WAL, and runs pending migrations. Every write is one `BEGIN IMMEDIATE`
+//! transaction (the write lock is taken up front, so contention shows at once instead of at
+//! commit), retried after a random 20–150 ms pause while another writer holds the lock, so
+//! competing processes spread out instead of waking in lockstep.
+//!
+//! A `Store` is blocking and belongs to one thread; async code reaches it through the
+//! [`SessionWriter`](crate::SessionWriter) thread or `spawn_blocking`.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rusqlite::config::DbConfig;
+use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+
+use crate::StoreError;
+use crate::error::is_busy;
+use crate::schema::{self, Found, LATEST_VERSION};
+
+/// How patiently the store waits for other processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreOptions {
+    /// How long SQLite itself waits for a lock before one attempt fails.
+    pub busy_timeout: Duration,
+    /// Attempts of one write transaction while the database stays locked.
+    pub write_attempts: u32,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            busy_timeout: Duration::from_secs(1),
+            write_attempts: 10,
+        }
+    }
+}
+
+pub struct Store {
+    pub(crate) conn: Connection,
+    path: PathBuf,
+    options: StoreOptions,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+/// The outcome of the migration transaction (decided under the write lock, because another
+/// process may have migrated or replaced the file since the first look).
+enum Migrated {
+    Done,
+    Foreign(i64),
+    Newer(i64),
+}
+
+impl Store {
+    /// Opens (creating if needed) the session database at `path` with default patience.
+    pub fn open(path: impl AsRef<Path>) -> Result<Store, StoreError> {
+        Store::open_with(path, StoreOptions::default())
+    }
+
+    pub fn open_with(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        if path.is_dir() {
+            return Err(StoreError::Open {
+                path,
+                detail: "it is a directory".into(),
+            });
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(&path, flags)
+            .map_err(|e| StoreError::from_sqlite(&path, e, Duration::ZERO))?;
+        let mut store = Store {
+            conn,
+            path,
+            options,
+        };
+        store.prepare()?;
+        Ok(store)
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn prepare(&mut self) -> Result<(), StoreError> {
+        let busy = self.options.busy_timeout;
+        self.conn
+            .busy_timeout(busy)
+            .map_err(|e| self.read_error(e))?;
+        let found = schema::inspect(&self.conn).map_err(|e| self.read_error(e))?;
+        self.refuse(found)?;
+        // WAL is a property of the file: this only writes when the file is not in WAL yet. A
+        // filesystem without shared memory keeps the old journal, which still works.
+        let _mode: String = self
+            .conn
+            .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+            .map_err(|e| self.read_error(e))?;
+        self.conn
+            .execute_batch(
+                "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; \
+                 PRAGMA journal_size_limit = 8388608;",
+            )
+            .map_err(|e| self.read_error(e))?;
+        // Closing the last connection would copy the WAL into the database and delete it, two
+        // fsyncs on every exit and a new WAL (more fsyncs) on the next start. Kept instead, the
+        // WAL is checkpointed as it fills (every 1,000 pages); what is committed survives a
+        // killed process either way.
+        self.conn
+            .set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
+            .map_err(|e| self.read_error(e))?;
+        if found == Found::Ours(LATEST_VERSION) {
+            return Ok(());
+        }
+        let outcome = self.write(|tx| {
+            Ok(match schema::inspect(tx)? {
+                Found::Empty => {
+                    schema::migrate(tx, 0)?;
+                    Migrated::Done
+                }
+                Found::Ours(v) if v > LATEST_VERSION => Migrated::Newer(v),
+                Found::Ours(v) => {
+                    schema::migrate(tx, v)?;
+                    Migrated::Done
+                }
+                Found::Foreign { application_id } => Migrated::Foreign(application_id),
+            })
+        })?;
+        match outcome {
+            Migrated::Done => Ok(()),
+            Migrated::Newer(v) => self.refuse(Found::Ours(v)),
+            Migrated::Foreign(id) => self.refuse(Found::Foreign { application_id: id }),
+        }
+    }
+
+    /// Files this build must not touch: another program's, or a newer schema.
+    fn refuse(&self, found: Found) -> Result<(), StoreError> {
+        match found {
+            Found::Foreign { application_id } => Err(StoreError::NotOurs {
+                path: self.path.clone(),
+                detail: if application_id == 0 {
+                    "it holds tables of another program".into()
+                } else {
+                    format!("its application id is {application_id:#x}")
+                },
+            }),
+            Found::Ours(v) if v > LATEST_VERSION => Err(StoreError::NewerSchema {
+                path: self.path.clone(),
+                found: v,
+                known: LATEST_VERSION,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Runs `f` in one `BEGIN IMMEDIATE` transaction, retrying with jitter while another
+    /// connection holds the write lock. `f` may run several times, so it must only touch the
+    /// database.
+    pub(crate) fn write<T>(
+        &mut self,
+        f: impl Fn(&Transaction<'_>) -> rusqlite::Result<T>,
+    ) -> Result<T, StoreError> {
+        let started = Instant::now();
+        let mut attempt = 1;
+        loop {
+            match try_write(&mut self.conn, &f) {
+                Ok(v) => return Ok(v),
+                Err(e) if is_busy(&e) && attempt < self.options.write_attempts => {
+                    attempt += 1;
+                    std::thread::sleep(Duration::from_millis(fastrand::u64(20..=150)));
+                }
+                Err(e) => return Err(StoreError::from_sqlite(&self.path, e, started.elapsed())),
+            }
+        }
+    }
+
+    /// Maps the error of a read (which waited at most the busy timeout).
+    pub(crate) fn read_error(&self, e: rusqlite::Error) -> StoreError {
+        StoreError::from_sqlite(&self.path, e, self.options.busy_timeout)
+    }
+}
+
+fn try_write<T>(
+    conn: &mut Connection,
+    f: &impl Fn(&Transaction<'_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let value = f(&tx)?;
+    tx.commit()?;
+    Ok(value)
+}

@@ -1,0 +1,489 @@
+//! [`SessionWriter`]: a dedicated thread that owns the store connection of a live session and
+//! commits each message the moment it is handed over, so the async side never waits on SQLite
+//! and a `kill -9` loses nothing that was already queued for more than an instant.
+//!
+//! The database is opened on the writer thread, off the critical path: commands sent before it
+//! is ready simply wait in the queue. The session row is created with its first message (a
+//! session nobody spoke in leaves no trace), and titled after the user's first message.
+//!
+//! Streamed answer text goes into a partial row: the first piece at once, then whenever a line
+//! completes or at most every [`STREAM_COMMIT_INTERVAL`], so at most that much of what was on
+//! screen can be lost. The complete message replaces the partial row when it arrives.
+//!
+//! Failures never stop the conversation: the first one is kept for the frontend to report
+//! ([`SessionWriter::error`]) and later commands are still attempted.
+
+use std::path::PathBuf;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use hermes_protocol::{Message, Role, Usage};
+
+use crate::{MessageMeta, NewSession, Store, StoreError, StoreOptions};
+
+/// The longest streamed text may wait before it is committed.
+pub const STREAM_COMMIT_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Which session the writer records into.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionStart {
+    /// A new session, created with its first message.
+    New(NewSession),
+    /// An existing session being resumed: partial rows left by a crash are sealed, the end
+    /// mark cleared, and the model in use recorded.
+    Resume {
+        id: String,
+        model: Option<String>,
+        provider: Option<String>,
+    },
+}
+
+enum Command {
+    Append(Message, MessageMeta),
+    StreamText(String),
+    SealPartial,
+    Usage(Usage, Option<f64>),
+    ApiCall,
+    SetTitle(String, Sender<Result<String, StoreError>>),
+    Title(Sender<Result<Option<String>, StoreError>>),
+    Switch(NewSession, String),
+    Flush(Sender<Option<StoreError>>),
+    End(String),
+}
+
+/// The handle the frontend holds. Dropping it commits what is queued and stops the thread.
+#[derive(Debug)]
+pub struct SessionWriter {
+    tx: Option<Sender<Command>>,
+    thread: Option<JoinHandle<()>>,
+    first_error: Arc<Mutex<Option<StoreError>>>,
+}
+
+impl SessionWriter {
+    /// Starts the writer thread for the database at `db_path`.
+    pub fn spawn(db_path: PathBuf, start: SessionStart, options: StoreOptions) -> SessionWriter {
+        let (tx, rx) = mpsc::channel();
+        let first_error = Arc::new(Mutex::new(None));
+        let errors = Arc::clone(&first_error);
+        let thread = std::thread::Builder::new()
+            .name("hermes-store-writer".into())
+            .spawn(move || Worker::new(db_path, start, options, errors).run(rx));
+        match thread {
+            Ok(handle) => SessionWriter {
+                tx: Some(tx),
+                thread: Some(handle),
+                first_error,
+            },
+            Err(e) => {
+                let writer = SessionWriter {
+                    tx: None,
+                    thread: None,
+                    first_error,
+                };
+                writer.fail(StoreError::WriterStopped(format!("cannot start: {e}")));
+                writer
+            }
+        }
+    }
+
+    /// Commits a complete message (the user's, each assistant message, each tool result).
+    pub fn append(&self, message: Message, meta: MessageMeta) {
+        self.send(Command::Append(message, meta));
+    }
+
+    /// Adds streamed answer text to the partial row.
+    pub fn stream_text(&self, text: String) {
+        self.send(Command::StreamText(text));
+    }
+
+    /// Keeps the streamed text as an interrupted answer (its stream will not complete).
+    pub fn seal_partial(&self) {
+        self.send(Command::SealPartial);
+    }
+
+    /// Adds one model call's usage (and cost, when known) to the session's totals.
+    pub fn usage(&self, usage: Usage, cost_usd: Option<f64>) {
+        self.send(Command::Usage(usage, cost_usd));
+    }
+
+    /// Counts one model call.
+    pub fn api_call(&self) {
+        self.send(Command::ApiCall);
+    }
+
+    /// Sets the session's title; waits for the answer (a cleaned title, or why not).
+    pub fn set_title(&self, title: &str) -> Result<String, StoreError> {
+        let (reply, answer) = mpsc::channel();
+        self.send(Command::SetTitle(title.to_string(), reply));
+        answer.recv().unwrap_or_else(|_| Err(self.stopped()))
+    }
+
+    /// The session's title; waits for the answer.
+    pub fn title(&self) -> Result<Option<String>, StoreError> {
+        let (reply, answer) = mpsc::channel();
+        self.send(Command::Title(reply));
+        answer.recv().unwrap_or_else(|_| Err(self.stopped()))
+    }
+
+    /// Ends the current session with `reason` and records into a new one from now on.
+    pub fn switch_to(&self, next: NewSession, reason: &str) {
+        self.send(Command::Switch(next, reason.to_string()));
+    }
+
+    /// Marks the session ended with `reason` (when it exists).
+    pub fn end(&self, reason: &str) {
+        self.send(Command::End(reason.to_string()));
+    }
+
+    /// Waits until everything sent so far is committed; the first failure so far, if any.
+    pub fn flush(&self) -> Result<(), StoreError> {
+        let (reply, answer) = mpsc::channel();
+        self.send(Command::Flush(reply));
+        let _ = answer.recv();
+        match self.error() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// The first failure, if any: the session is not (completely) saved.
+    pub fn error(&self) -> Option<StoreError> {
+        self.first_error.lock().ok().and_then(|e| e.clone())
+    }
+
+    /// Commits what is queued, stops the thread, and reports the first failure.
+    pub fn close(mut self) -> Result<(), StoreError> {
+        self.shutdown();
+        match self.error() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn shutdown(&mut self) {
+        drop(self.tx.take());
+        if let Some(thread) = self.thread.take()
+            && thread.join().is_err()
+        {
+            self.fail(StoreError::WriterStopped(
+                "the writer thread panicked".into(),
+            ));
+        }
+    }
+
+    fn send(&self, command: Command) {
+        let sent = self.tx.as_ref().is_some_and(|tx| tx.send(command).is_ok());
+        if !sent {
+            self.fail(self.stopped());
+        }
+    }
+
+    fn stopped(&self) -> StoreError {
+        self.error()
+            .unwrap_or_else(|| StoreError::WriterStopped("it is no longer running".into()))
+    }
+
+    fn fail(&self, error: StoreError) {
+        record(&self.first_error, error);
+    }
+}
+
+impl Drop for SessionWriter {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn record(slot: &Mutex<Option<StoreError>>, error: StoreError) {
+    if let Ok(mut first) = slot.lock()
+        && first.is_none()
+    {
+        *first = Some(error);
+    }
+}
+
+/// Text streamed into the current partial row.
+struct Partial {
+    row: Option<i64>,
+    text: String,
+    /// Bytes of `text` already committed.
+    committed: usize,
+    last_commit: Instant,
+}
+
+/// The writer thread's state.
+struct Worker {
+    path: PathBuf,
+    options: StoreOptions,
+    store: Option<Store>,
+    session_id: String,
+    /// The session row to create with the first message (`None` once it exists).
+    pending: Option<NewSession>,
+    partial: Option<Partial>,
+    errors: Arc<Mutex<Option<StoreError>>>,
+    resume: Option<(Option<String>, Option<String>)>,
+}
+
+impl Worker {
+    fn new(
+        path: PathBuf,
+        start: SessionStart,
+        options: StoreOptions,
+        errors: Arc<Mutex<Option<StoreError>>>,
+    ) -> Worker {
+        let (session_id, pending, resume) = match start {
+            SessionStart::New(new) => (new.id.clone(), Some(new), None),
+            SessionStart::Resume {
+                id,
+                model,
+                provider,
+            } => (id, None, Some((model, provider))),
+        };
+        Worker {
+            path,
+            options,
+            store: None,
+            session_id,
+            pending,
+            partial: None,
+            errors,
+            resume,
+        }
+    }
+
+    fn run(mut self, rx: Receiver<Command>) {
+        self.open();
+        loop {
+            let command = match self.partial_deadline() {
+                Some(deadline) => {
+                    match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                        Ok(c) => c,
+                        Err(RecvTimeoutError::Timeout) => {
+                            self.commit_partial();
+                            continue;
+                        }
+                        Err(RecvTimeoutError::Disconnected) => break,
+                    }
+                }
+                None => match rx.recv() {
+                    Ok(c) => c,
+                    Err(_) => break,
+                },
+            };
+            self.handle(command);
+        }
+        self.commit_partial();
+    }
+
+    fn open(&mut self) {
+        match Store::open_with(&self.path, self.options) {
+            Ok(store) => self.store = Some(store),
+            Err(e) => return self.fail(e),
+        }
+        if let Some((model, provider)) = self.resume.take() {
+            let id = self.session_id.clone();
+            self.with_store(|s| {
+                s.seal_partials(&id)?;
+                s.reopen_session(&id, model.as_deref(), provider.as_deref())
+            });
+        }
+    }
+
+    fn handle(&mut self, command: Command) {
+        match command {
+            Command::Append(message, meta) => self.append(message, meta),
+            Command::StreamText(text) => self.stream(text),
+            Command::SealPartial => self.seal(),
+            Command::Usage(usage, cost) => {
+                let id = self.session_id.clone();
+                if self.pending.is_none() {
+                    self.with_store(|s| s.record_usage(&id, &usage, cost));
+                }
+            }
+            Command::ApiCall => {
+                let id = self.session_id.clone();
+                if self.pending.is_none() {
+                    self.with_store(|s| s.record_api_call(&id));
+                }
+            }
+            Command::SetTitle(title, reply) => {
+                let id = self.session_id.clone();
+                let result = self
+                    .ensure_session()
+                    .and_then(|()| self.store()?.set_title(&id, &title));
+                let _ = reply.send(result);
+            }
+            Command::Title(reply) => {
+                let id = self.session_id.clone();
+                let result = match &self.pending {
+                    Some(_) => Ok(None),
+                    None => self
+                        .store()
+                        .and_then(|s| s.session(&id))
+                        .map(|s| s.and_then(|s| s.title)),
+                };
+                let _ = reply.send(result);
+            }
+            Command::Switch(next, reason) => {
+                self.seal();
+                self.end(&reason);
+                self.session_id = next.id.clone();
+                self.pending = Some(next);
+            }
+            Command::Flush(reply) => {
+                self.commit_partial();
+                let _ = reply.send(None);
+            }
+            Command::End(reason) => {
+                self.seal();
+                self.end(&reason);
+            }
+        }
+    }
+
+    fn append(&mut self, message: Message, meta: MessageMeta) {
+        if let Err(e) = self.ensure_session() {
+            return self.fail(e);
+        }
+        let id = self.session_id.clone();
+        let first_user = message.role == Role::User && self.is_untitled_first_message();
+        if message.role == Role::Assistant {
+            // The complete answer replaces the row its stream was written into.
+            match self.partial.take().and_then(|p| p.row) {
+                Some(row) => {
+                    self.with_store(|s| s.finish_partial(&id, row, &message, &meta).map(drop));
+                }
+                None => self.with_store(|s| s.append_message(&id, &message, &meta).map(drop)),
+            }
+        } else {
+            // A stream still open when something else is said will never complete.
+            self.seal();
+            self.with_store(|s| s.append_message(&id, &message, &meta).map(drop));
+        }
+        if first_user {
+            self.with_store(|s| s.set_auto_title(&id, &message.content).map(drop));
+        }
+    }
+
+    /// The session was created by this message's append and has no title yet.
+    fn is_untitled_first_message(&self) -> bool {
+        self.store.as_ref().is_some_and(|s| {
+            s.session(&self.session_id)
+                .ok()
+                .flatten()
+                .is_some_and(|r| r.title.is_none() && r.message_count == 0)
+        })
+    }
+
+    fn stream(&mut self, text: String) {
+        if self.store.is_none() {
+            return;
+        }
+        let now = Instant::now();
+        let partial = self.partial.get_or_insert_with(|| Partial {
+            row: None,
+            text: String::new(),
+            committed: 0,
+            last_commit: now,
+        });
+        let new_line = text.contains('\n');
+        partial.text.push_str(&text);
+        let due = partial.row.is_none()
+            || new_line
+            || now.duration_since(partial.last_commit) >= STREAM_COMMIT_INTERVAL;
+        if due {
+            self.commit_partial();
+        }
+    }
+
+    /// When the uncommitted streamed text must be committed at the latest.
+    fn partial_deadline(&self) -> Option<Instant> {
+        self.partial
+            .as_ref()
+            .filter(|p| p.committed < p.text.len())
+            .map(|p| p.last_commit + STREAM_COMMIT_INTERVAL)
+    }
+
+    fn commit_partial(&mut self) {
+        let Some(mut partial) = self.partial.take() else {
+            return;
+        };
+        if partial.committed == partial.text.len() && partial.row.is_some() {
+            self.partial = Some(partial);
+            return;
+        }
+        if let Err(e) = self.ensure_session() {
+            self.fail(e);
+            self.partial = Some(partial);
+            return;
+        }
+        let id = self.session_id.clone();
+        let result = self.store().and_then(|s| match partial.row {
+            Some(row) => s.update_partial(row, &partial.text).map(|()| row),
+            None => s.start_partial(&id, &partial.text),
+        });
+        match result {
+            Ok(row) => {
+                partial.row = Some(row);
+                partial.committed = partial.text.len();
+            }
+            Err(e) => self.fail(e),
+        }
+        partial.last_commit = Instant::now();
+        self.partial = Some(partial);
+    }
+
+    /// Makes the streamed text final as an interrupted answer.
+    fn seal(&mut self) {
+        if self.partial.is_none() {
+            return;
+        }
+        self.commit_partial();
+        self.partial = None;
+        let id = self.session_id.clone();
+        if self.pending.is_none() {
+            self.with_store(|s| s.seal_partials(&id).map(drop));
+        }
+    }
+
+    fn end(&mut self, reason: &str) {
+        let id = self.session_id.clone();
+        if self.pending.is_none() {
+            self.with_store(|s| s.end_session(&id, reason));
+        }
+    }
+
+    /// Creates the session row if this is its first write.
+    fn ensure_session(&mut self) -> Result<(), StoreError> {
+        let Some(new) = self.pending.clone() else {
+            return Ok(());
+        };
+        self.store()?.create_session(&new)?;
+        self.pending = None;
+        Ok(())
+    }
+
+    fn store(&mut self) -> Result<&mut Store, StoreError> {
+        match self.store.as_mut() {
+            Some(s) => Ok(s),
+            None => Err(self
+                .errors
+                .lock()
+                .ok()
+                .and_then(|e| e.clone())
+                .unwrap_or_else(|| StoreError::WriterStopped("the database is not open".into()))),
+        }
+    }
+
+    fn with_store(&mut self, f: impl FnOnce(&mut Store) -> Result<(), StoreError>) {
+        if let Err(e) = self.store().and_then(f) {
+            self.fail(e);
+        }
+    }
+
+    fn fail(&self, error: StoreError) {
+        record(&self.errors, error);
+    }
+}

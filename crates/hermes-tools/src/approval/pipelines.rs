@@ -1,0 +1,206 @@
+//! Rules that look at more than one command: a pipeline feeding downloaded or decoded text to
+//! a shell (`curl | sh`, `base64 -d | bash`), SQL sent to a database client (`DROP TABLE`,
+//! `DELETE` without `WHERE`), `chmod +x` followed by running the file, and fork bombs.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::detect::{Findings, Invocation, base_name};
+use super::lexer::{Script, SimpleCommand};
+
+/// Programs that execute what they read on stdin.
+const STDIN_RUNNERS: &[&str] = &[
+    "bash", "sh", "zsh", "dash", "ksh", "ash", "mksh", "fish", "python", "python3", "perl", "ruby",
+    "node",
+];
+
+const SQL_CLIENTS: &[&str] = &[
+    "psql",
+    "mysql",
+    "mariadb",
+    "sqlite3",
+    "sqlite",
+    "sqlcmd",
+    "clickhouse-client",
+    "clickhouse",
+    "cockroach",
+    "duckdb",
+    "pgcli",
+    "mycli",
+    "litecli",
+    "usql",
+    "snowsql",
+];
+
+static FORK_BOMB: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r":\s*\(\s*\)\s*\{\s*:\s*\|\s*:\s*&\s*\}").ok());
+static NAMED_BOMB: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"([A-Za-z_][\w.-]*)\s*\(\s*\)\s*\{\s*([A-Za-z_][\w.-]*)\s*\|\s*([A-Za-z_][\w.-]*)\s*&\s*;?\s*\}").ok()
+});
+static SQL_DROP: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"(?i)\bdrop\s+(table|database|schema)\b").ok());
+static SQL_DELETE: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"(?i)\bdelete\s+from\b").ok());
+static SQL_WHERE: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"(?i)\bwhere\b").ok());
+static SQL_TRUNCATE: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"(?i)\btruncate\s+(table\s+)?\w").ok());
+
+fn matches(re: &LazyLock<Option<Regex>>, text: &str) -> bool {
+    re.as_ref().is_some_and(|r| r.is_match(text))
+}
+
+/// `:(){ :|:& };:` and the same with any function name, outside quotes (quoted, it is data;
+/// a quoted bomb handed to `bash -c` is checked as that payload).
+pub(crate) fn is_fork_bomb(text: &str) -> bool {
+    let text = unquoted(text);
+    if matches(&FORK_BOMB, &text) {
+        return true;
+    }
+    NAMED_BOMB.as_ref().is_some_and(|re| {
+        re.captures_iter(&text).any(|c| {
+            c.get(1).map(|m| m.as_str()) == c.get(2).map(|m| m.as_str())
+                && c.get(2).map(|m| m.as_str()) == c.get(3).map(|m| m.as_str())
+        })
+    })
+}
+
+/// `text` without its quoted parts.
+fn unquoted(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for c in text.chars() {
+        if escaped {
+            escaped = false;
+            if quote.is_none() {
+                out.push(c);
+            }
+            continue;
+        }
+        match (quote, c) {
+            (Some('\''), '\'') => quote = None,
+            (Some('\''), _) => {}
+            (_, '\\') => escaped = true,
+            (Some('"'), '"') => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, _) => out.push(c),
+        }
+    }
+    out
+}
+
+/// Rules over the stages of one pipeline.
+pub(crate) fn check_pipeline(
+    stages: &[Invocation<'_>],
+    commands: &[SimpleCommand],
+    f: &mut Findings,
+) {
+    for (i, stage) in stages.iter().enumerate() {
+        let later_runner = || stages[i + 1..].iter().any(|s| runs_stdin(s));
+        if matches!(stage.name.as_str(), "curl" | "wget") && later_runner() {
+            f.danger("pipe remote content to shell");
+        }
+        if decodes(stage, stages.get(i.wrapping_sub(1))) && later_runner() {
+            f.danger("pipe decoded content to shell (possible command obfuscation)");
+        }
+    }
+    let sql = commands
+        .iter()
+        .flat_map(|c| &c.words)
+        .any(|w| SQL_CLIENTS.contains(&base_name(&w.text).as_str()));
+    if sql {
+        check_sql(commands, f);
+    }
+}
+
+/// A stage that runs whatever arrives on stdin (`sh`, `bash -s`, `python3 -`).
+fn runs_stdin(stage: &Invocation<'_>) -> bool {
+    let name = stage.name.as_str();
+    let runner = STDIN_RUNNERS.contains(&name) || name.starts_with("python");
+    // `bash script.sh` or `python tool.py` read a file, not the pipe.
+    runner
+        && stage
+            .args
+            .iter()
+            .map(|w| w.text.as_str())
+            .find(|t| !t.starts_with('-') || *t == "-")
+            .is_none_or(|t| t == "-")
+}
+
+/// A stage that turns encoded text back into commands.
+fn decodes(stage: &Invocation<'_>, previous: Option<&Invocation<'_>>) -> bool {
+    let args: Vec<&str> = stage.args.iter().map(|w| w.text.as_str()).collect();
+    match stage.name.as_str() {
+        "base64" | "base32" | "base16" | "basenc" => args.iter().any(|a| {
+            *a == "--decode"
+                || (a.starts_with('-') && !a.starts_with("--") && a.contains(['d', 'D']))
+        }),
+        "xxd" => args.iter().any(|a| a.starts_with('-') && a.contains('r')),
+        "openssl" => {
+            args.iter().any(|a| matches!(*a, "base64" | "enc"))
+                && args.iter().any(|a| *a == "-d" || *a == "-D")
+        }
+        "tr" | "rev" => previous.is_some_and(|p| matches!(p.name.as_str(), "echo" | "printf")),
+        _ => false,
+    }
+}
+
+fn check_sql(commands: &[SimpleCommand], f: &mut Findings) {
+    let mut text = String::new();
+    for c in commands {
+        for w in &c.words {
+            text.push_str(&w.text);
+            text.push(' ');
+        }
+        if let Some(body) = &c.stdin_text {
+            text.push('\n');
+            text.push_str(body);
+        }
+        text.push('\n');
+    }
+    if matches(&SQL_DROP, &text) {
+        f.danger("SQL DROP");
+    }
+    let delete_all = text
+        .split([';', '\n'])
+        .any(|stmt| matches(&SQL_DELETE, stmt) && !matches(&SQL_WHERE, stmt));
+    if delete_all {
+        f.danger("SQL DELETE without WHERE");
+    }
+    if matches(&SQL_TRUNCATE, &text) {
+        f.danger("SQL TRUNCATE");
+    }
+}
+
+/// `chmod +x ./script && ./script`: the file's content was never checked.
+pub(crate) fn check_sequence(script: &Script, f: &mut Findings) {
+    let mut made_executable = false;
+    for cmd in script.pipelines.iter().flat_map(|p| &p.commands) {
+        let Some(first) = cmd.words.first() else {
+            continue;
+        };
+        if made_executable && first.text.starts_with("./") {
+            f.danger("chmod +x followed by immediate execution");
+        }
+        if base_name(&first.text) == "chmod" && cmd.words.iter().any(|w| w.text.ends_with("+x")) {
+            made_executable = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fork_bombs() {
+        assert!(is_fork_bomb(":(){ :|:& };:"));
+        assert!(is_fork_bomb(": ( ) { : | : & } ; :"));
+        assert!(is_fork_bomb("bomb(){ bomb|bomb& };bomb"));
+        assert!(!is_fork_bomb("f(){ g|h& }; f"));
+        assert!(!is_fork_bomb("echo ':) {'"));
+        assert!(!is_fork_bomb("echo ':(){ :|:& };:' >> notes.md"));
+    }
+}

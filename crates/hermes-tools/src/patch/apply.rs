@@ -1,0 +1,384 @@
+//! Applying edits all-or-nothing: every operation of a patch is computed in memory first
+//! (later hunks see earlier ones, several operations on one file compose), every problem is
+//! reported at once, and only a fully valid plan is written. If a write still fails, the files
+//! already written are restored.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::fuzzy::{self, Located};
+use super::v4a::{Hunk, Op};
+use crate::protect::ProtectedPaths;
+
+/// Largest file the patch tool edits.
+const MAX_FILE_BYTES: u64 = 20 * 1024 * 1024;
+
+/// The planned state of one file: before and after (None: absent).
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub path: PathBuf,
+    /// The path as the model wrote it, for messages and diff headers.
+    pub shown: String,
+    pub before: Option<String>,
+    pub after: Option<String>,
+}
+
+/// Reads a text file for editing; `Ok(None)` when it does not exist.
+pub fn read_text(path: &Path) -> Result<Option<String>, String> {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    if meta.is_dir() {
+        return Err(format!("{} is a directory", path.display()));
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(format!(
+            "{} is too large to patch ({} bytes); use the terminal",
+            path.display(),
+            meta.len()
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if bytes.iter().take(8192).any(|b| *b == 0) {
+        return Err(format!("{} is a binary file", path.display()));
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| format!("{} is not valid UTF-8 text", path.display()))
+}
+
+/// The files of a plan as they will be: original content kept for the diff and for rollback.
+struct Workspace<'a> {
+    cwd: &'a Path,
+    protected: &'a ProtectedPaths,
+    files: BTreeMap<PathBuf, Change>,
+    order: Vec<PathBuf>,
+}
+
+impl Workspace<'_> {
+    fn resolve(&self, shown: &str) -> Result<PathBuf, String> {
+        if Path::new(shown)
+            .components()
+            .any(|c| c == std::path::Component::ParentDir)
+        {
+            return Err(format!(
+                "{shown}: `..` is not allowed in patch paths; use a path from the working directory or an absolute one"
+            ));
+        }
+        let path = crate::paths::resolve(self.cwd, shown);
+        self.protected.check_write(&path).map_err(|e| e.0)?;
+        Ok(path)
+    }
+
+    /// The current planned content of `shown`.
+    fn current(&mut self, shown: &str) -> Result<(PathBuf, Option<String>), String> {
+        let path = self.resolve(shown)?;
+        if !self.files.contains_key(&path) {
+            let before = read_text(&path)?;
+            self.order.push(path.clone());
+            self.files.insert(
+                path.clone(),
+                Change {
+                    path: path.clone(),
+                    shown: shown.to_string(),
+                    before: before.clone(),
+                    after: before,
+                },
+            );
+        }
+        let after = self.files.get(&path).and_then(|c| c.after.clone());
+        Ok((path, after))
+    }
+
+    fn set(&mut self, path: &Path, content: Option<String>) {
+        if let Some(c) = self.files.get_mut(path) {
+            c.after = content;
+        }
+    }
+}
+
+/// Computes what a V4A patch does; every problem found is listed.
+pub fn plan(
+    ops: &[Op],
+    cwd: &Path,
+    protected: &ProtectedPaths,
+) -> Result<Vec<Change>, Vec<String>> {
+    let mut ws = Workspace {
+        cwd,
+        protected,
+        files: BTreeMap::new(),
+        order: Vec::new(),
+    };
+    let mut errors = Vec::new();
+    for op in ops {
+        if let Err(e) = apply_op(&mut ws, op) {
+            errors.push(e);
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let changes: Vec<Change> = ws
+        .order
+        .iter()
+        .filter_map(|p| ws.files.remove(p))
+        .filter(|c| c.before != c.after)
+        .collect();
+    if changes.is_empty() {
+        return Err(vec![
+            "the patch changes nothing (only context lines, or the files already read like this)"
+                .into(),
+        ]);
+    }
+    Ok(changes)
+}
+
+fn apply_op(ws: &mut Workspace<'_>, op: &Op) -> Result<(), String> {
+    match op {
+        Op::Add { path, lines } => {
+            let (p, current) = ws.current(path)?;
+            if current.is_some() {
+                return Err(format!(
+                    "{path}: already exists; change it with *** Update File:"
+                ));
+            }
+            let mut text = lines.join("\n");
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            ws.set(&p, Some(text));
+        }
+        Op::Delete { path } => {
+            let (p, current) = ws.current(path)?;
+            if current.is_none() {
+                return Err(format!("{path}: cannot delete, the file does not exist"));
+            }
+            ws.set(&p, None);
+        }
+        Op::Update {
+            path,
+            move_to,
+            hunks,
+        } => {
+            let (p, current) = ws.current(path)?;
+            let Some(mut text) = current else {
+                return Err(format!(
+                    "{path}: cannot update, the file does not exist (use *** Add File:)"
+                ));
+            };
+            for (i, hunk) in hunks.iter().enumerate() {
+                text = apply_hunk(&text, hunk).map_err(|e| {
+                    let near = hunk
+                        .hint
+                        .as_deref()
+                        .map(|h| format!(" (@@ {h})"))
+                        .unwrap_or_default();
+                    format!("{path}: hunk {}{near}: {e}", i + 1)
+                })?;
+            }
+            match move_to {
+                Some(dest) => {
+                    let (d, existing) = ws.current(dest)?;
+                    if existing.is_some() && d != p {
+                        return Err(format!(
+                            "{path}: cannot move to {dest}, which already exists"
+                        ));
+                    }
+                    ws.set(&p, None);
+                    ws.set(&d, Some(text));
+                }
+                None => ws.set(&p, Some(text)),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One hunk applied to a file's text. CRLF files are edited as LF and converted back.
+fn apply_hunk(text: &str, hunk: &Hunk) -> Result<String, String> {
+    let crlf = text.contains("\r\n");
+    let work = if crlf {
+        text.replace("\r\n", "\n")
+    } else {
+        text.to_string()
+    };
+    let pick = |kinds: &[char]| -> String {
+        hunk.lines
+            .iter()
+            .filter(|(k, _)| kinds.contains(k))
+            .map(|(_, t)| t.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let (old, new) = (pick(&[' ', '-']), pick(&[' ', '+']));
+    let out = if old.is_empty() {
+        insert_only(&work, hunk.hint.as_deref(), &new)?
+    } else if old == new {
+        work
+    } else {
+        let found = locate_near_hint(&work, &old, hunk.hint.as_deref())?;
+        fuzzy::replace(&work, &found, &old, &new)?
+    };
+    Ok(if crlf { out.replace('\n', "\r\n") } else { out })
+}
+
+/// The one place `old` matches: after the hint line when there is one (the first match there),
+/// else a unique match in the whole file.
+fn locate_near_hint(text: &str, old: &str, hint: Option<&str>) -> Result<Located, String> {
+    if let Some(hint) = hint
+        && let Some(at) = text.find(hint)
+    {
+        let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+        if let Some(mut found) = fuzzy::locate(&text[line_start..], old) {
+            found.ranges.truncate(1);
+            for r in &mut found.ranges {
+                *r = (r.0 + line_start, r.1 + line_start);
+            }
+            return Ok(found);
+        }
+    }
+    match fuzzy::locate(text, old) {
+        Some(found) if found.ranges.len() == 1 => Ok(found),
+        Some(found) => Err(super::hints::ambiguous(text, &found)),
+        None => Err(format!(
+            "could not find the lines to change.{}",
+            super::hints::closest(text, old)
+        )),
+    }
+}
+
+/// A hunk with only `+` lines: after the hint's line, or at the end of the file.
+fn insert_only(text: &str, hint: Option<&str>, new: &str) -> Result<String, String> {
+    let Some(hint) = hint else {
+        let mut out = text.trim_end_matches('\n').to_string();
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(new);
+        out.push('\n');
+        return Ok(out);
+    };
+    match text.matches(hint).count() {
+        0 => Err(format!("the @@ line `{hint}` is not in the file")),
+        1 => {
+            let at = text.find(hint).unwrap_or(0);
+            let eol = text[at..]
+                .find('\n')
+                .map(|i| at + i + 1)
+                .unwrap_or(text.len());
+            let mut out = text[..eol].to_string();
+            if !out.ends_with('\n') {
+                out.push('\n');
+            }
+            out.push_str(new);
+            out.push('\n');
+            out.push_str(&text[eol..]);
+            Ok(out)
+        }
+        n => Err(format!(
+            "the @@ line `{hint}` appears {n} times; add context lines around the insertion"
+        )),
+    }
+}
+
+/// Writes a plan. On a failure, files already written are restored to their previous state.
+pub fn commit(changes: &[Change]) -> Result<(), String> {
+    for (i, change) in changes.iter().enumerate() {
+        if let Err(e) = write_state(&change.path, change.after.as_deref()) {
+            let mut restore_failures = Vec::new();
+            for done in changes[..i].iter().rev() {
+                if write_state(&done.path, done.before.as_deref()).is_err() {
+                    restore_failures.push(done.shown.clone());
+                }
+            }
+            let rollback = if restore_failures.is_empty() {
+                "no file was changed".to_string()
+            } else {
+                format!(
+                    "could not restore {}; check them",
+                    restore_failures.join(", ")
+                )
+            };
+            return Err(format!("cannot write {}: {e} ({rollback})", change.shown));
+        }
+    }
+    Ok(())
+}
+
+fn write_state(path: &Path, content: Option<&str>) -> std::io::Result<()> {
+    match content {
+        Some(text) => hermes_config::atomic_write(path, text.as_bytes()),
+        None => match std::fs::remove_file(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            other => other,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::patch::v4a::parse;
+
+    fn plan_in(dir: &Path, patch: &str) -> Result<Vec<Change>, Vec<String>> {
+        plan(&parse(patch).unwrap(), dir, &ProtectedPaths::default())
+    }
+
+    #[test]
+    fn hunks_compose_and_hints_disambiguate() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(
+            tmp.path().join("a.py"),
+            "def f():\n    return 1\n\ndef g():\n    return 1\n",
+        )
+        .unwrap();
+        let changes = plan_in(
+            tmp.path(),
+            "*** Update File: a.py\n@@ def g():\n-    return 1\n+    return 2\n@@ def f():\n-    return 1\n+    return 3\n",
+        )
+        .unwrap();
+        assert_eq!(
+            changes[0].after.as_deref(),
+            Some("def f():\n    return 3\n\ndef g():\n    return 2\n")
+        );
+        let errors = plan_in(
+            tmp.path(),
+            "*** Update File: a.py\n-    return 1\n+    return 2\n",
+        )
+        .unwrap_err();
+        assert!(
+            errors[0].contains("2 places") && errors[0].contains("lines 2, 5"),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
+    fn crlf_files_stay_crlf_and_insertions_work() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("w.txt"), "one\r\ntwo\r\n").unwrap();
+        let changes = plan_in(
+            tmp.path(),
+            "*** Update File: w.txt\n one\n-two\n+deux\n@@ one\n+un\n",
+        )
+        .unwrap();
+        assert_eq!(changes[0].after.as_deref(), Some("one\r\nun\r\ndeux\r\n"));
+    }
+
+    #[test]
+    fn every_problem_is_reported_and_nothing_planned() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("x"), "x\n").unwrap();
+        let errors = plan_in(
+            tmp.path(),
+            "*** Add File: x\n+dup\n*** Delete File: missing\n*** Update File: ../escape\n+a\n*** Update File: x\n-nothere\n+y\n",
+        )
+        .unwrap_err();
+        assert_eq!(errors.len(), 4, "{errors:?}");
+        assert!(errors[0].contains("already exists"));
+        assert!(errors[1].contains("does not exist"));
+        assert!(errors[2].contains("`..` is not allowed"));
+        assert!(errors[3].contains("could not find"));
+    }
+}

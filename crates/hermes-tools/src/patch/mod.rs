@@ -1,0 +1,253 @@
+//! The `patch` tool: targeted edits. Replace mode finds `old_string` (exactly, or with the
+//! fuzzy strategies of [`fuzzy`]) and replaces it, once or everywhere; patch mode applies a
+//! V4A patch ([`v4a`]) to several files all-or-nothing ([`apply`]). Every successful edit
+//! returns the unified diff of what changed; every failure says where the text is closest.
+
+pub mod apply;
+pub mod fuzzy;
+mod hints;
+pub mod v4a;
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use similar::TextDiff;
+
+use crate::{Access, Tool, ToolContext, ToolError, ToolResult, paths};
+
+/// Similarity of two texts in 0..=1 (normalised edit distance).
+pub(crate) fn similarity(a: &str, b: &str) -> f64 {
+    strsim::normalized_levenshtein(a, b)
+}
+
+/// A unified diff with `a/` and `b/` headers (`/dev/null` for a created or deleted file).
+pub fn unified_diff(shown: &str, before: Option<&str>, after: Option<&str>) -> String {
+    let old_header = if before.is_some() {
+        format!("a/{shown}")
+    } else {
+        "/dev/null".into()
+    };
+    let new_header = if after.is_some() {
+        format!("b/{shown}")
+    } else {
+        "/dev/null".into()
+    };
+    TextDiff::from_lines(before.unwrap_or(""), after.unwrap_or(""))
+        .unified_diff()
+        .context_radius(3)
+        .header(&old_header, &new_header)
+        .to_string()
+}
+
+#[derive(Deserialize)]
+struct PatchArgs {
+    #[serde(default)]
+    mode: Option<String>,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    old_string: Option<String>,
+    #[serde(default)]
+    new_string: Option<String>,
+    #[serde(default)]
+    replace_all: bool,
+    #[serde(default)]
+    patch: Option<String>,
+}
+
+impl PatchArgs {
+    fn is_patch_mode(&self) -> bool {
+        match self.mode.as_deref().map(str::trim) {
+            Some("patch") => true,
+            Some("replace") => false,
+            _ => self.patch.is_some() && self.old_string.is_none(),
+        }
+    }
+}
+
+pub struct PatchTool;
+
+#[async_trait::async_trait]
+impl Tool for PatchTool {
+    fn name(&self) -> &'static str {
+        "patch"
+    }
+    fn toolset(&self) -> &'static str {
+        "file"
+    }
+    fn description(&self) -> &'static str {
+        "Edit files. mode=replace (default): replace old_string in path by new_string; old_string must match once (include nearby lines) unless replace_all; whitespace and indentation drift are tolerated. mode=patch: apply a V4A patch to several files at once, all or nothing. Returns the unified diff."
+    }
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "mode": {"type": "string", "enum": ["replace", "patch"]},
+                "path": {"type": "string", "description": "replace: the file to edit"},
+                "old_string": {"type": "string", "description": "replace: the text to find"},
+                "new_string": {"type": "string", "description": "replace: the replacement ('' deletes)"},
+                "replace_all": {"type": "boolean", "description": "replace: every occurrence (default false)"},
+                "patch": {"type": "string", "description": "patch: *** Begin Patch / *** Update File: PATH (or Add File, Delete File; *** Move to: NEW) / @@ context line / ' ' context, '-' removed, '+' added lines / *** End Patch"}
+            }
+        })
+    }
+    fn access(&self, args: &Value, ctx: &ToolContext) -> Access {
+        let mut touched: Vec<PathBuf> = Vec::new();
+        if let Some(p) = args.get("path").and_then(Value::as_str) {
+            touched.push(paths::resolve(&ctx.cwd, p));
+        }
+        if let Some(patch) = args.get("patch").and_then(Value::as_str) {
+            touched.extend(
+                v4a::touched_paths(patch)
+                    .iter()
+                    .map(|p| paths::resolve(&ctx.cwd, p)),
+            );
+        }
+        if touched.is_empty() {
+            Access::Exclusive
+        } else {
+            Access::Write(touched)
+        }
+    }
+    fn preview(&self, args: &Value) -> String {
+        let target = match args.get("path").and_then(Value::as_str) {
+            Some(p) => p.to_string(),
+            None => args
+                .get("patch")
+                .and_then(Value::as_str)
+                .map(|p| v4a::touched_paths(p).join(", "))
+                .unwrap_or_default(),
+        };
+        crate::output::shorten_line(&target, 60)
+    }
+    async fn call(&self, args: Value, ctx: &ToolContext) -> ToolResult {
+        let args: PatchArgs = serde_json::from_value(args)
+            .map_err(|e| ToolError::new(format!("invalid arguments: {e}")))?;
+        let ctx = ctx.clone();
+        tokio::task::spawn_blocking(move || {
+            if args.is_patch_mode() {
+                patch_mode(&args, &ctx)
+            } else {
+                replace_mode(&args, &ctx)
+            }
+        })
+        .await
+        .map_err(|e| ToolError::new(format!("patch failed: {e}")))?
+    }
+}
+
+fn replace_mode(args: &PatchArgs, ctx: &ToolContext) -> ToolResult {
+    let shown = args
+        .path
+        .as_deref()
+        .filter(|p| !p.trim().is_empty())
+        .ok_or_else(|| {
+            ToolError::new("replace mode needs `path` (or send mode='patch' with a V4A `patch`)")
+        })?;
+    let old = args
+        .old_string
+        .as_deref()
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| ToolError::new("replace mode needs a non-empty `old_string`"))?;
+    let new = args
+        .new_string
+        .as_deref()
+        .ok_or_else(|| ToolError::new("replace mode needs `new_string` ('' to delete)"))?;
+    if old == new {
+        return Err(ToolError::new(
+            "old_string and new_string are identical: nothing to change",
+        ));
+    }
+    let path = paths::resolve(&ctx.cwd, shown);
+    ctx.protected.check_write(&path)?;
+    let Some(before) = apply::read_text(&path).map_err(ToolError::new)? else {
+        return Err(ToolError::new(format!(
+            "file not found: {} (create files with write_file)",
+            path.display()
+        )));
+    };
+    // A CRLF file edited with LF strings: edit as LF, write back as CRLF.
+    let crlf = before.contains("\r\n") && !old.contains('\r');
+    let work = if crlf {
+        before.replace("\r\n", "\n")
+    } else {
+        before.clone()
+    };
+    let Some(found) = fuzzy::locate(&work, old) else {
+        return Err(ToolError::new(format!(
+            "could not find old_string in {shown}; read the file again and copy the text exactly.{}",
+            hints::closest(&work, old)
+        )));
+    };
+    if found.ranges.len() > 1 && !args.replace_all {
+        return Err(ToolError::new(format!(
+            "{}\nOr set replace_all=true to replace every one.",
+            hints::ambiguous(&work, &found)
+        )));
+    }
+    let edited = fuzzy::replace(&work, &found, old, new).map_err(ToolError::new)?;
+    let after = if crlf {
+        edited.replace('\n', "\r\n")
+    } else {
+        edited
+    };
+    hermes_config::atomic_write(&path, after.as_bytes())
+        .map_err(|e| ToolError::new(format!("cannot write {}: {e}", path.display())))?;
+    let mut result = json!({
+        "path": shown,
+        "replacements": found.ranges.len(),
+        "diff": unified_diff(shown, Some(&before), Some(&after)),
+    });
+    if found.strategy != "exact" {
+        result["match"] = json!(found.strategy);
+    }
+    Ok(result)
+}
+
+fn patch_mode(args: &PatchArgs, ctx: &ToolContext) -> ToolResult {
+    let text = args
+        .patch
+        .as_deref()
+        .filter(|p| !p.trim().is_empty())
+        .ok_or_else(|| ToolError::new("patch mode needs `patch` (V4A text)"))?;
+    let ops = v4a::parse(text).map_err(|e| ToolError::new(format!("invalid patch: {e}")))?;
+    let changes = apply::plan(&ops, &ctx.cwd, &ctx.protected).map_err(|errors| {
+        let list: Vec<String> = errors.iter().map(|e| format!("  • {e}")).collect();
+        ToolError::new(format!(
+            "patch not applied (no file was changed):\n{}",
+            list.join("\n")
+        ))
+    })?;
+    apply::commit(&changes).map_err(ToolError::new)?;
+    let mut created = Vec::new();
+    let mut modified = Vec::new();
+    let mut deleted = Vec::new();
+    let mut diff = String::new();
+    for c in &changes {
+        match (&c.before, &c.after) {
+            (None, Some(_)) => created.push(c.shown.clone()),
+            (Some(_), None) => deleted.push(c.shown.clone()),
+            _ => modified.push(c.shown.clone()),
+        }
+        diff.push_str(&unified_diff(
+            &c.shown,
+            c.before.as_deref(),
+            c.after.as_deref(),
+        ));
+    }
+    let mut result = json!({ "diff": diff });
+    for (key, list) in [
+        ("files_modified", modified),
+        ("files_created", created),
+        ("files_deleted", deleted),
+    ] {
+        if !list.is_empty() {
+            result[key] = json!(list);
+        }
+    }
+    Ok(result)
+}
+
+#[cfg(test)]
+mod tests;

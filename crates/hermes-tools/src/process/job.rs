@@ -1,0 +1,258 @@
+//! One background job: the child (`bash -c`, own process group, stdin piped, stdout and stderr
+//! merged into one pipe) and the task that collects its output and its exit status.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, ChildStdin};
+use tokio::sync::watch;
+
+use super::buffer::OutputBuffer;
+use crate::ToolError;
+use crate::secrets::ChildEnv;
+use crate::terminal::{shell, signal_group};
+
+/// How a job ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExitInfo {
+    /// None when killed by a signal.
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+}
+
+impl ExitInfo {
+    /// The exit code the shell would report (`128 + signal` for a signal).
+    pub fn shell_code(&self) -> i32 {
+        self.code
+            .unwrap_or_else(|| self.signal.map_or(-1, |s| 128 + s))
+    }
+}
+
+#[derive(Debug, Default)]
+struct JobState {
+    output: OutputBuffer,
+    /// Where the last poll stopped reading.
+    poll_cursor: u64,
+    /// Something in the process group still holds the output pipe.
+    pipe_open: bool,
+    killed: bool,
+    tracked: bool,
+}
+
+pub struct Job {
+    pub id: String,
+    pub command: String,
+    pub cwd: PathBuf,
+    /// Also the process group id.
+    pub pid: Option<u32>,
+    started: Instant,
+    state: Mutex<JobState>,
+    exit: watch::Receiver<Option<ExitInfo>>,
+    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+}
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Job")
+            .field("id", &self.id)
+            .field("command", &self.command)
+            .field("pid", &self.pid)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Job {
+    pub(super) fn start(
+        id: String,
+        command: &str,
+        workdir: &Path,
+        env: &ChildEnv,
+    ) -> Result<Arc<Job>, ToolError> {
+        let (reader, writer) =
+            std::io::pipe().map_err(|e| ToolError::new(format!("cannot create a pipe: {e}")))?;
+        let writer_err = writer
+            .try_clone()
+            .map_err(|e| ToolError::new(format!("cannot create a pipe: {e}")))?;
+        let mut cmd = tokio::process::Command::new(shell());
+        cmd.arg("-c")
+            .arg(command)
+            .current_dir(workdir)
+            .env_clear()
+            .envs(env.vars().iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::from(writer))
+            .stderr(Stdio::from(writer_err))
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| ToolError::new(format!("cannot start {}: {e}", shell())))?;
+        // The parent's copies of the write end must close, or reading never sees EOF.
+        drop(cmd);
+        let pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into())
+            .map_err(|e| ToolError::new(format!("cannot read command output: {e}")))?;
+        let (tx, rx) = watch::channel(None);
+        let pid = child.id();
+        let job = Arc::new(Job {
+            id,
+            command: command.to_string(),
+            cwd: workdir.to_path_buf(),
+            pid,
+            started: Instant::now(),
+            state: Mutex::new(JobState {
+                pipe_open: true,
+                tracked: pid.is_some(),
+                ..JobState::default()
+            }),
+            exit: rx,
+            stdin: tokio::sync::Mutex::new(child.stdin.take()),
+        });
+        if let Some(pgid) = pid {
+            super::track_group(pgid, true);
+        }
+        tokio::spawn(collect(job.clone(), child, pipe, tx));
+        Ok(job)
+    }
+
+    fn state<R>(&self, f: impl FnOnce(&mut JobState) -> R) -> Option<R> {
+        self.state.lock().ok().map(|mut s| f(&mut s))
+    }
+
+    pub fn exit_info(&self) -> Option<ExitInfo> {
+        *self.exit.borrow()
+    }
+
+    /// The leader exited and nothing holds the output pipe any more.
+    pub fn is_finished(&self) -> bool {
+        self.exit_info().is_some() && !self.state(|s| s.pipe_open).unwrap_or(false)
+    }
+
+    /// Something of the job may still be running.
+    pub(super) fn group_alive(&self) -> bool {
+        !self.is_finished()
+    }
+
+    pub fn uptime(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    pub fn was_killed(&self) -> bool {
+        self.state(|s| s.killed).unwrap_or(false)
+    }
+
+    pub(super) fn signal(&self, signal: i32) {
+        if let Some(pgid) = self.pid {
+            signal_group(pgid, signal);
+        }
+    }
+
+    pub(super) fn forget_group(&self) {
+        if let (Some(pgid), Some(true)) = (self.pid, self.state(|s| std::mem::take(&mut s.tracked)))
+        {
+            super::track_group(pgid, false);
+        }
+    }
+
+    /// Resolves when the leader has exited.
+    pub async fn wait_exit(&self) {
+        let mut rx = self.exit.clone();
+        let _ = rx.wait_for(Option::is_some).await;
+    }
+
+    /// Output printed since the previous poll (and bytes of it already dropped).
+    pub fn poll_output(&self) -> (String, u64) {
+        self.state(|s| {
+            let out = s.output.since(s.poll_cursor);
+            s.poll_cursor = s.output.end();
+            out
+        })
+        .unwrap_or_default()
+    }
+
+    /// The kept lines and the number of the first.
+    pub fn lines(&self) -> (Vec<String>, u64) {
+        self.state(|s| s.output.lines()).unwrap_or_default()
+    }
+
+    pub fn tail(&self, max_chars: usize) -> String {
+        self.state(|s| s.output.tail(max_chars)).unwrap_or_default()
+    }
+
+    /// SIGTERM to the group, then SIGKILL after a grace. `false` when it had already exited.
+    pub async fn kill(&self, grace: Duration) -> bool {
+        if self.exit_info().is_some() {
+            if !self.is_finished() {
+                // The leader is gone but children still hold the pipe.
+                self.signal(libc::SIGKILL);
+            }
+            return false;
+        }
+        self.state(|s| s.killed = true);
+        self.signal(libc::SIGTERM);
+        if tokio::time::timeout(grace, self.wait_exit()).await.is_err() {
+            self.signal(libc::SIGKILL);
+            let _ = tokio::time::timeout(grace, self.wait_exit()).await;
+        } else {
+            self.signal(libc::SIGKILL);
+        }
+        true
+    }
+
+    /// Writes to the job's stdin; `close` closes it afterwards (EOF).
+    pub async fn write_stdin(&self, data: &str, close: bool) -> Result<(), ToolError> {
+        let mut stdin = self.stdin.lock().await;
+        let Some(pipe) = stdin.as_mut() else {
+            return Err(ToolError::new("the process's stdin is closed"));
+        };
+        if !data.is_empty() {
+            pipe.write_all(data.as_bytes())
+                .await
+                .and(pipe.flush().await)
+                .map_err(|e| ToolError::new(format!("cannot write to the process: {e}")))?;
+        }
+        if close {
+            *stdin = None;
+        }
+        Ok(())
+    }
+}
+
+/// Reads the job's output until every holder of the pipe is gone, and records the exit.
+async fn collect(
+    job: Arc<Job>,
+    mut child: Child,
+    mut pipe: tokio::net::unix::pipe::Receiver,
+    exit: watch::Sender<Option<ExitInfo>>,
+) {
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut pipe_open = true;
+    let mut exited = false;
+    while pipe_open || !exited {
+        tokio::select! {
+            read = pipe.read(&mut buf), if pipe_open => match read {
+                Ok(0) | Err(_) => {
+                    pipe_open = false;
+                    job.state(|s| s.pipe_open = false);
+                }
+                Ok(n) => {
+                    job.state(|s| s.output.push(&buf[..n]));
+                }
+            },
+            status = child.wait(), if !exited => {
+                exited = true;
+                use std::os::unix::process::ExitStatusExt;
+                let info = match status {
+                    Ok(s) => ExitInfo { code: s.code(), signal: s.signal() },
+                    Err(_) => ExitInfo { code: None, signal: None },
+                };
+                exit.send_replace(Some(info));
+                // Closing stdin lets anything still reading it finish.
+                *job.stdin.lock().await = None;
+            }
+        }
+    }
+    job.forget_group();
+}
