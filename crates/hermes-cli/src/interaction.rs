@@ -1,90 +1,71 @@
-//! How the command line asks the user, behind the tools' [`Interaction`] trait (a restyled REPL
-//! keeps this logic and only changes how it is drawn). [`Terminal`] asks on the terminal:
-//! approval of flagged commands (once / session / always / deny) and clarifying questions with
-//! numbered choices plus a free answer, reading the answer from the REPL's own line channel
-//! ([`Lines`]) so there is only ever one reader of stdin. [`Unattended`] is for one-shot runs:
-//! like the Python Hermes it approves flagged commands (hardline ones never get here) and says
-//! so on stderr, and it has nobody to answer questions.
+//! How the command line asks the user, behind the tools' [`Interaction`] trait. [`Terminal`]
+//! holds the decisions: approval of flagged commands (once / session / always / deny; anything
+//! else denies) and clarifying questions (a number picks a choice, the last number asks for a
+//! free answer, any other text is the answer). How a prompt looks and where its answer is read
+//! is the [`PromptSurface`]'s business (the REPL draws them in its skin and reads through its
+//! line editor, so there is only ever one reader of the terminal). `/yolo` switches the terminal
+//! to approving without asking (hardline commands never get here). [`Unattended`] is for
+//! one-shot runs: like the Python Hermes it approves flagged commands and says so on stderr,
+//! and it has nobody to answer questions.
 
-use std::io::Write;
 use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use hermes_tools::{ApprovalAnswer, ApprovalRequest, Interaction};
-use tokio::sync::{Mutex, mpsc};
 
-/// The lines typed by the user, shared by the REPL (messages) and the prompts (answers).
-#[derive(Clone)]
-pub struct Lines(Arc<Mutex<mpsc::Receiver<String>>>);
-
-impl Lines {
-    pub fn new(rx: mpsc::Receiver<String>) -> Lines {
-        Lines(Arc::new(Mutex::new(rx)))
-    }
-
-    /// The next line; `None` at end of input.
-    pub async fn next_line(&self) -> Option<String> {
-        self.0.lock().await.recv().await
-    }
-
-    /// One message: lines joined while they end with a backslash. `None` at end of input.
-    pub async fn next_message(&self) -> Option<String> {
-        let mut rx = self.0.lock().await;
-        let mut message = String::new();
-        loop {
-            let line = rx.recv().await?;
-            match line.strip_suffix('\\') {
-                Some(start) => {
-                    message.push_str(start);
-                    message.push('\n');
-                }
-                None => {
-                    message.push_str(&line);
-                    return Some(message);
-                }
-            }
-        }
-    }
+/// A prompt to show the user.
+#[derive(Debug, Clone, Copy)]
+pub enum Prompt<'a> {
+    Approval(&'a ApprovalRequest),
+    Clarify {
+        question: &'a str,
+        choices: &'a [String],
+    },
+    /// The free answer after "Other" was chosen.
+    OtherAnswer,
 }
 
-/// Prompts on the terminal, answers from [`Lines`].
+/// Where prompts are drawn and answered.
+#[async_trait::async_trait]
+pub trait PromptSurface: Send + Sync {
+    /// Shows `prompt` and reads one answer (trimmed); `None` when nobody answers (end of
+    /// input, Ctrl-C).
+    async fn ask(&self, prompt: Prompt<'_>) -> Option<String>;
+    /// Tells the user what was decided.
+    fn tell(&self, text: &str);
+}
+
+/// Asks on the terminal.
 pub struct Terminal {
-    lines: Lines,
+    surface: Arc<dyn PromptSurface>,
+    /// `/yolo`: approve flagged commands without asking.
+    yolo: AtomicBool,
+    /// "session" and "always" answers given here: (rule, how long).
+    granted: Mutex<Vec<(String, &'static str)>>,
 }
 
 impl Terminal {
-    pub fn new(lines: Lines) -> Terminal {
-        Terminal { lines }
-    }
-
-    async fn ask(&self, text: &str) -> Option<String> {
-        {
-            let mut out = std::io::stdout().lock();
-            let _ = write!(out, "{text}");
-            let _ = out.flush();
+    pub fn new(surface: Arc<dyn PromptSurface>) -> Terminal {
+        Terminal {
+            surface,
+            yolo: AtomicBool::new(false),
+            granted: Mutex::new(Vec::new()),
         }
-        self.lines.next_line().await.map(|l| l.trim().to_string())
     }
-}
 
-/// The prompt shown for a flagged command.
-pub fn approval_prompt(request: &ApprovalRequest) -> String {
-    let choices = if request.judge_denied {
-        "[o]nce / [d]eny"
-    } else if request.allow_permanent {
-        "[o]nce / [s]ession / [a]lways / [d]eny"
-    } else {
-        "[o]nce / [s]ession / [d]eny"
-    };
-    let judged = if request.judge_denied {
-        "\n  The smart-approval model judged it dangerous."
-    } else {
-        ""
-    };
-    format!(
-        "\n  ⚠ Dangerous command: {}{judged}\n      {}\n  Allow? {choices}: ",
-        request.description,
-        request.command.replace('\n', "\n      ")
-    )
+    pub fn yolo(&self) -> bool {
+        self.yolo.load(Ordering::Relaxed)
+    }
+
+    pub fn set_yolo(&self, on: bool) {
+        self.yolo.store(on, Ordering::Relaxed);
+    }
+
+    /// Rules the user allowed beyond one command, with "session" or "always".
+    pub fn granted(&self) -> Vec<(String, &'static str)> {
+        self.granted.lock().map(|g| g.clone()).unwrap_or_default()
+    }
 }
 
 /// The answer typed at an approval prompt; anything unrecognised denies.
@@ -99,24 +80,6 @@ pub fn parse_approval(answer: &str, request: &ApprovalRequest) -> ApprovalAnswer
     }
 }
 
-/// The question with numbered choices and an "other" entry.
-pub fn clarify_prompt(question: &str, choices: &[String]) -> String {
-    let mut text = format!("\n  ? {question}\n");
-    if choices.is_empty() {
-        text.push_str("  Your answer: ");
-        return text;
-    }
-    for (i, c) in choices.iter().enumerate() {
-        text.push_str(&format!("    {}. {c}\n", i + 1));
-    }
-    text.push_str(&format!(
-        "    {}. Other (type your answer)\n  Choose 1-{} or type an answer: ",
-        choices.len() + 1,
-        choices.len() + 1
-    ));
-    text
-}
-
 #[async_trait::async_trait]
 impl Interaction for Terminal {
     fn is_interactive(&self) -> bool {
@@ -124,19 +87,32 @@ impl Interaction for Terminal {
     }
 
     async fn clarify(&self, question: &str, choices: &[String]) -> Option<String> {
-        let answer = self.ask(&clarify_prompt(question, choices)).await?;
+        let answer = self
+            .surface
+            .ask(Prompt::Clarify { question, choices })
+            .await?;
         match answer.parse::<usize>() {
             Ok(n) if (1..=choices.len()).contains(&n) => Some(choices[n - 1].clone()),
-            Ok(n) if n == choices.len() + 1 && !choices.is_empty() => {
-                self.ask("  Your answer: ").await.filter(|a| !a.is_empty())
-            }
+            Ok(n) if n == choices.len() + 1 && !choices.is_empty() => self
+                .surface
+                .ask(Prompt::OtherAnswer)
+                .await
+                .filter(|a| !a.is_empty()),
             _ => Some(answer).filter(|a| !a.is_empty()),
         }
     }
 
     async fn approve(&self, request: &ApprovalRequest) -> ApprovalAnswer {
-        let Some(answer) = self.ask(&approval_prompt(request)).await else {
-            println!("\n  (no input: denied)");
+        if self.yolo() {
+            self.surface.tell(&format!(
+                "  ⚡ yolo: allowed without asking ({}): {}",
+                request.description,
+                hermes_tools::output::shorten_line(&request.command, 80)
+            ));
+            return ApprovalAnswer::Once;
+        }
+        let Some(answer) = self.surface.ask(Prompt::Approval(request)).await else {
+            self.surface.tell("\n  (no answer: denied)");
             return ApprovalAnswer::Deny;
         };
         let decision = parse_approval(&answer, request);
@@ -146,7 +122,17 @@ impl Interaction for Terminal {
             ApprovalAnswer::Always => "allowed always (saved to command_allowlist)",
             ApprovalAnswer::Deny => "denied",
         };
-        println!("  → {said}");
+        let kept = match decision {
+            ApprovalAnswer::Session => Some("session"),
+            ApprovalAnswer::Always => Some("always"),
+            _ => None,
+        };
+        if let Some(how) = kept
+            && let Ok(mut g) = self.granted.lock()
+        {
+            g.push((request.description.clone(), how));
+        }
+        self.surface.tell(&format!("  → {said}"));
         decision
     }
 }
@@ -187,6 +173,25 @@ mod tests {
         }
     }
 
+    /// Answers from a script; records what was shown and told.
+    #[derive(Default)]
+    struct Scripted {
+        answers: Mutex<Vec<&'static str>>,
+        log: Mutex<Vec<String>>,
+    }
+
+    #[async_trait::async_trait]
+    impl PromptSurface for Scripted {
+        async fn ask(&self, prompt: Prompt<'_>) -> Option<String> {
+            self.log.lock().unwrap().push(format!("{prompt:?}"));
+            let mut answers = self.answers.lock().unwrap();
+            (!answers.is_empty()).then(|| answers.remove(0).to_string())
+        }
+        fn tell(&self, text: &str) {
+            self.log.lock().unwrap().push(text.to_string());
+        }
+    }
+
     #[test]
     fn approval_answers() {
         let r = request(true, false);
@@ -199,18 +204,14 @@ mod tests {
         let judged = request(false, true);
         assert_eq!(parse_approval("a", &judged), ApprovalAnswer::Deny);
         assert_eq!(parse_approval("s", &judged), ApprovalAnswer::Deny);
-        assert!(approval_prompt(&judged).contains("[o]nce / [d]eny"));
-        assert!(approval_prompt(&r).contains("rm -rf build"));
     }
 
     #[tokio::test]
-    async fn clarify_reads_numbers_other_and_free_text_from_the_shared_lines() {
-        let (tx, rx) = mpsc::channel(8);
-        let term = Terminal::new(Lines::new(rx));
+    async fn clarify_reads_numbers_other_and_free_text() {
+        let surface = Arc::new(Scripted::default());
+        *surface.answers.lock().unwrap() = vec!["2", "3", "canary", "free answer"];
+        let term = Terminal::new(surface.clone());
         let choices = vec!["staging".to_string(), "prod".to_string()];
-        for line in ["2", "3", "canary", "free answer"] {
-            tx.send(line.to_string()).await.unwrap();
-        }
         assert_eq!(
             term.clarify("Where?", &choices).await.as_deref(),
             Some("prod")
@@ -223,8 +224,43 @@ mod tests {
             term.clarify("Where?", &choices).await.as_deref(),
             Some("free answer")
         );
-        drop(tx);
         assert_eq!(term.clarify("Where?", &choices).await, None);
-        assert!(clarify_prompt("Q", &choices).contains("3. Other (type your answer)"));
+        assert!(
+            surface
+                .log
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|l| l == "OtherAnswer")
+        );
+    }
+
+    #[tokio::test]
+    async fn approvals_are_remembered_and_yolo_skips_the_prompt() {
+        let surface = Arc::new(Scripted::default());
+        *surface.answers.lock().unwrap() = vec!["s"];
+        let term = Terminal::new(surface.clone());
+        assert_eq!(
+            term.approve(&request(true, false)).await,
+            ApprovalAnswer::Session
+        );
+        assert_eq!(
+            term.granted(),
+            vec![("recursive delete".to_string(), "session")]
+        );
+        assert_eq!(
+            term.approve(&request(true, false)).await,
+            ApprovalAnswer::Deny,
+            "no answer"
+        );
+        term.set_yolo(true);
+        let asked = surface.log.lock().unwrap().len();
+        assert_eq!(
+            term.approve(&request(true, false)).await,
+            ApprovalAnswer::Once
+        );
+        let log = surface.log.lock().unwrap();
+        assert_eq!(log.len(), asked + 1, "told, not asked");
+        assert!(log.last().unwrap().contains("yolo"), "{log:?}");
     }
 }

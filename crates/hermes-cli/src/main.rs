@@ -6,6 +6,7 @@ mod error;
 mod interaction;
 mod judge;
 mod model_cmd;
+mod model_list;
 mod oneshot;
 mod persist;
 mod prompt_size;
@@ -16,6 +17,7 @@ mod resume;
 mod sessions_cmd;
 mod setup;
 mod trajectory;
+mod tui;
 
 use std::process::ExitCode;
 

@@ -15,8 +15,9 @@ use crate::error::CliError;
 
 #[derive(Debug, Args)]
 pub struct ModelArgs {
+    /// Without an action: list the providers, the active one and why.
     #[command(subcommand)]
-    pub action: ModelAction,
+    pub action: Option<ModelAction>,
 
     /// Use the profile NAME: a separate home under $HERMES_HOME/profiles/NAME.
     #[arg(short = 'p', long = "profile", value_name = "NAME")]
@@ -29,11 +30,14 @@ pub enum ModelAction {
     /// $HERMES_HOME/models/; nothing is downloaded when a verified copy exists.
     #[command(name = "fetch-local")]
     FetchLocal,
+    /// List the providers, which one is active and why (the default action).
+    List,
 }
 
 pub fn run(args: &ModelArgs) -> Result<ExitCode, CliError> {
     match args.action {
-        ModelAction::FetchLocal => fetch_local(args.profile.as_deref()),
+        Some(ModelAction::FetchLocal) => fetch_local(args.profile.as_deref()),
+        Some(ModelAction::List) | None => crate::model_list::list(args.profile.as_deref()),
     }
 }
 

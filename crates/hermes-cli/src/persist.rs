@@ -143,6 +143,49 @@ impl Recorder {
         id
     }
 
+    /// The id of the session being recorded into now.
+    pub fn session_id(&self) -> String {
+        self.template
+            .lock()
+            .map(|t| t.id.clone())
+            .unwrap_or_default()
+    }
+
+    /// Takes back everything after the first `keep` messages of the session (`/undo`,
+    /// `/retry`), so the store holds what the conversation now is.
+    pub fn rewind(&self, keep: usize) {
+        if let Ok(mut s) = self.streamed.lock() {
+            s.clear();
+        }
+        self.with_writer(|w| w.truncate(keep));
+    }
+
+    /// The conversation was compressed (by the agent, or by `/compress`): it continues in a
+    /// child session holding the compressed messages (the parent keeps the full transcript),
+    /// as in the Python Hermes.
+    pub fn compressed(&self, messages: Vec<Message>) {
+        let next = match self.template.lock() {
+            Ok(mut t) => {
+                let parent = std::mem::replace(&mut t.id, hermes_store::time::new_session_id());
+                NewSession {
+                    parent_session_id: Some(parent),
+                    ..t.clone()
+                }
+            }
+            Err(_) => return,
+        };
+        if let Ok(mut s) = self.streamed.lock() {
+            s.clear();
+        }
+        current_session().set(next.id.clone());
+        self.with_writer(|w| {
+            w.switch_to(next, "compression");
+            for m in messages {
+                w.append(m, MessageMeta::default());
+            }
+        });
+    }
+
     /// `/title` (show) and `/title NEW TITLE` (set): the line to print.
     pub fn title_command(&self, argument: &str) -> String {
         let Some(writer) = &self.writer else {
@@ -228,6 +271,7 @@ impl EventSink for Recorder {
                 writer.usage(usage, None);
             }
             AgentEvent::ModelCallStarted { .. } => writer.api_call(),
+            AgentEvent::ContextCompressed { messages, .. } => self.compressed(messages),
             _ => {}
         }
     }

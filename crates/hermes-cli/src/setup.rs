@@ -26,6 +26,10 @@ pub struct Session {
     pub persistence: crate::resume::Persistence,
     /// Background processes of the session: shut down before exit.
     pub background: Arc<ProcessRegistry>,
+    /// The session's approval gate (mode, rules), for `/approvals`.
+    pub approvals: Arc<hermes_tools::ApprovalGate>,
+    /// Each tool offered to the model with its toolset, in registration order.
+    pub tool_toolsets: Vec<(String, String)>,
 }
 
 /// The tools and system prompt of a session, before any provider is involved.
@@ -116,6 +120,12 @@ pub fn build_with(
     })
     .map_err(|e| CliError::config(e.to_string()))?;
     let background = tool_ctx.processes.clone();
+    let approvals = tool_ctx.approvals.clone();
+    let tool_toolsets: Vec<(String, String)> = tools
+        .names()
+        .into_iter()
+        .filter_map(|n| Some((n.to_string(), tools.get(n)?.toolset().to_string())))
+        .collect();
 
     let agent_cfg = &config.agent;
     let options = AgentOptions {
@@ -152,7 +162,10 @@ pub fn build_with(
         ));
     }
     let mut warnings = warnings;
-    warnings.extend(hermes_local::default_model_notice(&spec, &home.config_path()));
+    warnings.extend(hermes_local::default_model_notice(
+        &spec,
+        &home.config_path(),
+    ));
     warnings.extend(providers.warnings);
     Ok(Session {
         agent,
@@ -160,6 +173,8 @@ pub fn build_with(
         warnings,
         persistence,
         background,
+        approvals,
+        tool_toolsets,
     })
 }
 

@@ -20,10 +20,12 @@ fn bin() -> &'static Path {
 
 /// The verified default model in the shared cache: `<XDG_CACHE_HOME>/hermes/models/<file>`.
 fn cached_model() -> (PathBuf, PathBuf) {
-    let path = std::env::var_os("HERMES_TEST_GGUF").map(PathBuf::from).expect(
-        "HERMES_TEST_GGUF is not set: run scripts/fetch-model and export \
+    let path = std::env::var_os("HERMES_TEST_GGUF")
+        .map(PathBuf::from)
+        .expect(
+            "HERMES_TEST_GGUF is not set: run scripts/fetch-model and export \
          HERMES_TEST_GGUF=<the path it prints> (scripts/test does this)",
-    );
+        );
     assert!(
         path.is_file(),
         "HERMES_TEST_GGUF={} does not exist: run scripts/fetch-model",
@@ -60,30 +62,49 @@ fn text(bytes: &[u8]) -> String {
 fn home_with_model(config: &str) -> TestHome {
     let home = TestHome::new();
     home.write_config(config);
-    let o = hermes(&home).args(["model", "fetch-local"]).output().unwrap();
+    let o = hermes(&home)
+        .args(["model", "fetch-local"])
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", text(&o.stderr));
     home
 }
 
-/// Short replies, a small context and greedy sampling keep these runs quick and stable.
-const FAST: &str = "model:\n  max_tokens: 24\n  context_length: 4096\n  temperature: 0\n";
+/// Short replies, a small context and greedy sampling keep these runs quick and stable; one
+/// thread each, because tests run side by side and llama.cpp's threads spin while they wait.
+const FAST: &str =
+    "model:\n  max_tokens: 24\n  context_length: 4096\n  threads: 1\n  temperature: 0\n";
 
 #[test]
 fn fetch_local_links_the_cached_model_into_the_home_once() {
     let (cached, _) = cached_model();
     let home = TestHome::new();
-    let o = hermes(&home).args(["model", "fetch-local"]).output().unwrap();
+    let o = hermes(&home)
+        .args(["model", "fetch-local"])
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", text(&o.stderr));
     let placed = home.hermes_home().join("models/gemma-3-270m-q4_k_m.gguf");
     assert_eq!(text(&o.stdout), format!("{}\n", placed.display()));
-    assert!(text(&o.stderr).contains("linked from the local cache"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("linked from the local cache"),
+        "{}",
+        text(&o.stderr)
+    );
     let (a, b) = (placed.metadata().unwrap(), cached.metadata().unwrap());
     assert_eq!(a.len(), b.len());
     if a.dev() == b.dev() {
         assert_eq!(a.ino(), b.ino(), "a hard link, not a second copy");
     }
-    let again = hermes(&home).args(["model", "fetch-local"]).output().unwrap();
-    assert!(text(&again.stderr).contains("already present"), "{}", text(&again.stderr));
+    let again = hermes(&home)
+        .args(["model", "fetch-local"])
+        .output()
+        .unwrap();
+    assert!(
+        text(&again.stderr).contains("already present"),
+        "{}",
+        text(&again.stderr)
+    );
 }
 
 #[test]
@@ -97,7 +118,8 @@ fn with_nothing_configured_hermes_answers_from_the_local_model_and_says_so_once(
     assert!(o.status.success(), "{err}");
     assert!(!text(&o.stdout).trim().is_empty(), "an answer: {err}");
     assert_eq!(
-        err.matches("using the bundled local model gemma-3-270m").count(),
+        err.matches("using the bundled local model gemma-3-270m")
+            .count(),
         1,
         "{err}"
     );
@@ -107,10 +129,16 @@ fn with_nothing_configured_hermes_answers_from_the_local_model_and_says_so_once(
 #[test]
 fn the_answer_streams_while_the_model_generates() {
     let home = home_with_model(
-        "model:\n  max_tokens: 400\n  context_length: 4096\n  temperature: 0\n",
+        "model:\n  max_tokens: 200\n  context_length: 4096\n  threads: 1\n  temperature: 0\n",
     );
     let mut child = hermes(&home)
-        .args(["chat", "-q", "Tell me a long story about a lighthouse.", "-t", "todo"])
+        .args([
+            "chat",
+            "-q",
+            "Tell me a long story about a lighthouse.",
+            "-t",
+            "todo",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -118,9 +146,12 @@ fn the_answer_streams_while_the_model_generates() {
     let mut stdout = child.stdout.take().unwrap();
     let mut first = [0u8; 1];
     assert_eq!(stdout.read(&mut first).unwrap(), 1, "some answer text");
-    // 400 tokens take seconds to generate: text that arrives while the process still runs
+    // 200 tokens take seconds to generate: text that arrives while the process still runs
     // was streamed, not printed at the end.
-    assert!(child.try_wait().unwrap().is_none(), "the first text came before the end");
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the first text came before the end"
+    );
     let mut rest = Vec::new();
     stdout.read_to_end(&mut rest).unwrap();
     let status = child.wait().unwrap();
@@ -130,17 +161,25 @@ fn the_answer_streams_while_the_model_generates() {
 #[test]
 fn a_grammar_constrained_tool_call_runs_and_its_result_reaches_the_model() {
     let home = home_with_model(
-        "model:\n  tool_choice: required\n  max_tokens: 160\n  context_length: 4096\n  temperature: 0\n",
+        "model:\n  tool_choice: required\n  max_tokens: 160\n  context_length: 4096\n  threads: 1\n  temperature: 0\n",
     );
     let o = hermes(&home)
-        .args(["chat", "-q", "Add a todo item: buy milk.", "-t", "todo", "--max-turns", "1"])
+        .args([
+            "chat",
+            "-q",
+            "Add a todo item: buy milk.",
+            "-t",
+            "todo",
+            "--max-turns",
+            "1",
+        ])
         .output()
         .unwrap();
     let (out, err) = (text(&o.stdout), text(&o.stderr));
     assert!(o.status.success(), "{err}");
     let tool_line = out
         .lines()
-        .position(|l| l.starts_with("✓ todo"))
+        .position(|l| l.trim_start().starts_with("✓ todo"))
         .unwrap_or_else(|| panic!("the todo call ran: {out}\n{err}"));
     // The wrap-up call (with the tool result in its prompt) answered after the tool line.
     let after: String = out.lines().skip(tool_line + 1).collect();
@@ -156,7 +195,10 @@ fn missing_foreign_and_truncated_model_files_are_clear_errors() {
     std::fs::create_dir_all(&models).unwrap();
     let truncated = models.join("truncated.gguf");
     let mut head = vec![0u8; 1 << 20];
-    std::fs::File::open(&cached).unwrap().read_exact(&mut head).unwrap();
+    std::fs::File::open(&cached)
+        .unwrap()
+        .read_exact(&mut head)
+        .unwrap();
     std::fs::write(&truncated, &head).unwrap();
     let foreign = models.join("notes.gguf");
     std::fs::write(&foreign, "just some text").unwrap();
@@ -174,7 +216,10 @@ fn missing_foreign_and_truncated_model_files_are_clear_errors() {
         let err = text(&o.stderr);
         assert_eq!(o.status.signal(), None, "no crash: {err}");
         assert_eq!(o.status.code(), Some(code), "{err}");
-        assert!(err.contains(expected) && err.contains(&path.display().to_string()), "{err}");
+        assert!(
+            err.contains(expected) && err.contains(&path.display().to_string()),
+            "{err}"
+        );
         assert_eq!(text(&o.stdout), "");
     }
 }

@@ -104,3 +104,19 @@ fn usage_flag_reports_tokens_and_cost() {
     let o = run(&home, &["-z", "hi", "--usage", "-m", "gpt-4o-mini"]);
     assert!(stderr(&o).contains("out · $"), "{}", stderr(&o));
 }
+
+#[test]
+fn model_lists_providers_and_the_active_one() {
+    let server = MockServer::start(Script::new(vec![]));
+    let home = TestHome::new();
+    home.write_mock_config(&server);
+    let o = run(&home, &["model"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.starts_with("Active: custom · mock-model (chosen by config.yaml model.provider)"), "{out}");
+    assert!(out.contains("key from config.yaml model.api_key"), "{out}");
+    assert!(out.contains("* custom"), "{out}");
+    for preset in ["openrouter", "anthropic", "bedrock", "ollama", "lmstudio"] {
+        assert!(out.contains(preset), "{preset}: {out}");
+    }
+}

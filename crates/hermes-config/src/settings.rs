@@ -242,6 +242,24 @@ mod tests {
     }
 
     #[test]
+    fn local_model_settings() {
+        let c = parse(
+            "model:\n  provider: local\n  path: models/x.gguf\n  chat_template: chatml\n  context_length: 4096\n  threads: 2\n  top_p: 0.9\n  seed: 7\n  tool_calling: prompt\n  tool_choice: required\n",
+        )
+        .unwrap();
+        let m = &c.model;
+        assert_eq!(m.path.as_deref(), Some("models/x.gguf"));
+        assert_eq!(m.chat_template.as_deref(), Some("chatml"));
+        assert_eq!(
+            (m.context_length, m.threads, m.seed),
+            (Some(4096), Some(2), Some(7))
+        );
+        assert_eq!(m.top_p, Some(0.9));
+        assert_eq!(m.tool_calling.as_deref(), Some("prompt"));
+        assert_eq!(m.tool_choice.as_deref(), Some("required"));
+    }
+
+    #[test]
     fn toolsets_as_list_or_string() {
         assert_eq!(
             parse("toolsets: [terminal, file]\n").unwrap().toolsets,

@@ -293,11 +293,17 @@ pub fn resolve_with(
             "config.yaml model.base_url".to_string(),
         )
     } else if named(&config.path).is_some() {
-        (LOCAL_PROVIDER.to_string(), "config.yaml model.path".to_string())
+        (
+            LOCAL_PROVIDER.to_string(),
+            "config.yaml model.path".to_string(),
+        )
     } else if gguf(&cli.model).is_some() {
         (LOCAL_PROVIDER.to_string(), "--model".to_string())
     } else if gguf(&config.default).is_some() {
-        (LOCAL_PROVIDER.to_string(), "config.yaml model.default".to_string())
+        (
+            LOCAL_PROVIDER.to_string(),
+            "config.yaml model.default".to_string(),
+        )
     } else if env.var("OPENROUTER_API_KEY").is_some() {
         (
             "openrouter".to_string(),
@@ -327,7 +333,12 @@ pub fn resolve_with(
     };
 
     if preset_id(&provider) == Some(LOCAL_PROVIDER) {
-        return Ok(local_spec(config, cli, config_provider.as_deref(), chosen_by));
+        return Ok(local_spec(
+            config,
+            cli,
+            config_provider.as_deref(),
+            chosen_by,
+        ));
     }
 
     if preset(&provider).is_none()
@@ -744,7 +755,10 @@ mod tests {
             ..Overrides::default()
         };
         let spec = resolve(&ModelSettings::default(), &env, &cli).unwrap();
-        assert_eq!((spec.provider.as_str(), spec.base_url.as_str()), ("local", "/tmp/b.GGUF"));
+        assert_eq!(
+            (spec.provider.as_str(), spec.base_url.as_str()),
+            ("local", "/tmp/b.GGUF")
+        );
 
         // config.yaml's path belongs to `local` only.
         let mut s = settings(Some("openrouter"), None, None, None);
@@ -754,7 +768,10 @@ mod tests {
             ..Overrides::default()
         };
         let spec = resolve(&s, &env, &cli).unwrap();
-        assert_eq!((spec.base_url.as_str(), spec.model.as_str()), ("", DEFAULT_LOCAL_MODEL));
+        assert_eq!(
+            (spec.base_url.as_str(), spec.model.as_str()),
+            ("", DEFAULT_LOCAL_MODEL)
+        );
     }
 
     #[test]

@@ -1,7 +1,10 @@
-//! The local provider's speed on a real GGUF, in llama-bench's terms so the two can be put
-//! side by side on the same file and thread count: load time, prompt processing (about 512
-//! prompt tokens, `pp512`) and generation (128 tokens, `tg128`) in tokens per second through
-//! the whole provider (chat template, tokenizer, sampling, streaming), and peak RSS.
+//! The local provider's speed on a real GGUF beside llama.cpp's own, on the same file, build
+//! and thread count. The reference runs in a child process: llama-cpp-2's `simple` example
+//! loop (one prompt batch, then greedy sample + decode per token) timed by llama.cpp's own
+//! performance counters. Then the provider runs the same sizes through everything it does
+//! (chat template, tokenizer, sampling chain, UTF-8 streaming, channel). Both report load time,
+//! prompt processing (about 512 tokens, like llama-bench's `pp512`), generation (128 tokens,
+//! `tg128`) in tokens per second, and peak RSS.
 //!
 //! `HERMES_BENCH_GGUF=model.gguf [HERMES_BENCH_THREADS=2] [HERMES_BENCH_REPS=5]
 //!  cargo bench -p hermes-local --features llama --bench local_inference`
@@ -17,7 +20,7 @@ use hermes_llm::{ChatRequest, Provider};
 use hermes_local::{LocalProvider, LocalSettings};
 use hermes_protocol::{Message, StreamEvent};
 
-fn env_number(name: &str, default: u32) -> u32 {
+pub(crate) fn env_number(name: &str, default: u32) -> u32 {
     std::env::var(name)
         .ok()
         .and_then(|v| v.parse().ok())
@@ -58,14 +61,14 @@ async fn run_once(provider: &LocalProvider, prompt: &str, max_tokens: u32) -> (u
     )
 }
 
-fn mean_sd(values: &[f64]) -> (f64, f64) {
+pub(crate) fn mean_sd(values: &[f64]) -> (f64, f64) {
     let n = values.len() as f64;
     let mean = values.iter().sum::<f64>() / n;
     let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
     (mean, var.sqrt())
 }
 
-fn peak_rss_mib() -> f64 {
+pub(crate) fn peak_rss_mib() -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
         .lines()
@@ -74,8 +77,15 @@ fn peak_rss_mib() -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
+#[path = "local_inference/reference.rs"]
+mod reference;
+
 fn main() {
     // `cargo bench` passes `--bench`; nothing else is accepted.
+    if std::env::var_os(reference::CHILD_MARK).is_some() {
+        reference::run_child();
+        return;
+    }
     let Some(path) = std::env::var_os("HERMES_BENCH_GGUF").map(PathBuf::from) else {
         eprintln!("set HERMES_BENCH_GGUF to a GGUF file (e.g. the output of scripts/fetch-model)");
         std::process::exit(2);
@@ -107,7 +117,8 @@ fn main() {
     for rep in 0..=reps {
         // A different first word each time, so no prompt prefix is reused from the cache.
         let prompt = format!("{rep} {words}");
-        let (n_prompt, t_prompt, n_gen, t_gen) = runtime.block_on(run_once(&provider, &prompt, 129));
+        let (n_prompt, t_prompt, n_gen, t_gen) =
+            runtime.block_on(run_once(&provider, &prompt, 129));
         if rep == 0 {
             continue; // warm-up
         }
@@ -116,13 +127,39 @@ fn main() {
         pp.push(n_prompt as f64 / t_prompt);
         tg.push(n_gen as f64 / t_gen.max(f64::EPSILON));
     }
-    let (pp_mean, pp_sd) = mean_sd(&pp);
-    let (tg_mean, tg_sd) = mean_sd(&tg);
-    println!("model: {}  threads: {threads}  repetitions: {reps}", path.display());
-    println!("load (first request answered): {:.0} ms", ms(load));
-    println!("pp{prompt_tokens}: {pp_mean:.2} ± {pp_sd:.2} t/s");
-    println!("tg{generated}: {tg_mean:.2} ± {tg_sd:.2} t/s");
-    println!("peak RSS: {:.0} MiB", peak_rss_mib());
+    let ours = reference::Figures {
+        load_ms: ms(load),
+        pp: mean_sd(&pp),
+        tg: mean_sd(&tg),
+        rss_mib: peak_rss_mib(),
+    };
+    let base = reference::spawn(&path, threads, reps);
+    println!(
+        "model: {}  threads: {threads}  repetitions: {reps}",
+        path.display()
+    );
+    println!("prompt: {prompt_tokens} tokens, generated: {generated} tokens per repetition");
+    println!(
+        "{:<28}{:>12}{:>22}{:>22}{:>12}",
+        "", "load ms", "prompt t/s", "generation t/s", "peak RSS"
+    );
+    for (name, f) in [
+        ("llama.cpp (simple loop)", &base),
+        ("hermes local provider", &ours),
+    ] {
+        println!(
+            "{name:<28}{:>12.0}{:>22}{:>22}{:>8.0} MiB",
+            f.load_ms,
+            format!("{:.1} ± {:.1}", f.pp.0, f.pp.1),
+            format!("{:.1} ± {:.1}", f.tg.0, f.tg.1),
+            f.rss_mib
+        );
+    }
+    println!(
+        "hermes / llama.cpp: prompt {:.1} %, generation {:.1} %",
+        100.0 * ours.pp.0 / base.pp.0,
+        100.0 * ours.tg.0 / base.tg.0
+    );
 }
 
 fn ms(d: Duration) -> f64 {

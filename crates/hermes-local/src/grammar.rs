@@ -95,22 +95,22 @@ impl GrammarBuilder {
         if let Some(constant) = obj.get("const") {
             return literal(&json_text(constant));
         }
-        if let Some(Value::Array(options)) = obj.get("enum") {
-            if !options.is_empty() {
-                let alts: Vec<String> = options.iter().map(|v| literal(&json_text(v))).collect();
-                return format!("( {} )", alts.join(" | "));
-            }
+        if let Some(Value::Array(options)) = obj.get("enum")
+            && !options.is_empty()
+        {
+            let alts: Vec<String> = options.iter().map(|v| literal(&json_text(v))).collect();
+            return format!("( {} )", alts.join(" | "));
         }
         for key in ["anyOf", "oneOf"] {
-            if let Some(Value::Array(options)) = obj.get(key) {
-                if !options.is_empty() {
-                    let alts: Vec<String> = options
-                        .iter()
-                        .enumerate()
-                        .map(|(i, s)| self.value(&format!("{name}-{i}"), s, depth + 1))
-                        .collect();
-                    return format!("( {} )", alts.join(" | "));
-                }
+            if let Some(Value::Array(options)) = obj.get(key)
+                && !options.is_empty()
+            {
+                let alts: Vec<String> = options
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| self.value(&format!("{name}-{i}"), s, depth + 1))
+                    .collect();
+                return format!("( {} )", alts.join(" | "));
             }
         }
         match obj.get("type") {
@@ -274,7 +274,9 @@ mod tests {
         assert!(g.starts_with("root ::= tool-call | text\n"), "{g}");
         assert!(g.contains("( tool0 | tool1 )"), "{g}");
         assert!(
-            g.contains(r#"tool0 ::= "\"terminal\"" ws "," ws "\"arguments\"" ws ":" ws tool0-args"#),
+            g.contains(
+                r#"tool0 ::= "\"terminal\"" ws "," ws "\"arguments\"" ws ":" ws tool0-args"#
+            ),
             "{g}"
         );
         assert!(

@@ -213,7 +213,9 @@ mod tests {
             call("todo", "{}")
         );
         assert_eq!(
-            parse_reply("<tool_call>\n{\"name\": \"read_file\", \"arguments\": \"{\\\"path\\\": \\\"a\\\"}\"}\n</tool_call>"),
+            parse_reply(
+                "<tool_call>\n{\"name\": \"read_file\", \"arguments\": \"{\\\"path\\\": \\\"a\\\"}\"}\n</tool_call>"
+            ),
             call("read_file", r#"{"path": "a"}"#)
         );
         assert_eq!(parse_reply(r#"{"tool": "todo"}"#), call("todo", "{}"));
@@ -275,7 +277,10 @@ mod tests {
     fn a_streamed_tool_call_comes_out_whole_at_the_end() {
         assert_eq!(
             run(
-                &["{\"tool\": \"ter", "minal\", \"arguments\": {\"command\": \"ls\"}}"],
+                &[
+                    "{\"tool\": \"ter",
+                    "minal\", \"arguments\": {\"command\": \"ls\"}}"
+                ],
                 FinishReason::Stop
             ),
             vec![
@@ -299,9 +304,17 @@ mod tests {
                 StreamEvent::Finish(FinishReason::Stop),
             ]
         );
-        let events = run(&[r#"{"tool": "todo", "arguments": {"#], FinishReason::Length);
-        assert_eq!(events.last(), Some(&StreamEvent::Finish(FinishReason::Length)));
-        assert!(matches!(&events[0], StreamEvent::ToolCallDelta { name: Some(n), .. } if n == "todo"));
+        let events = run(
+            &[r#"{"tool": "todo", "arguments": {"#],
+            FinishReason::Length,
+        );
+        assert_eq!(
+            events.last(),
+            Some(&StreamEvent::Finish(FinishReason::Length))
+        );
+        assert!(
+            matches!(&events[0], StreamEvent::ToolCallDelta { name: Some(n), .. } if n == "todo")
+        );
     }
 
     #[test]

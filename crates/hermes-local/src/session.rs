@@ -145,9 +145,16 @@ mod tests {
         };
         assert!(Arc::ptr_eq(&with(None).unwrap(), &inner));
         assert!(Arc::ptr_eq(&with(Some("native")).unwrap(), &inner));
-        assert!(!Arc::ptr_eq(&with(Some("Prompt")).unwrap(), &inner), "wrapped");
+        assert!(
+            !Arc::ptr_eq(&with(Some("Prompt")).unwrap(), &inner),
+            "wrapped"
+        );
         let err = with(Some("grammar")).err().unwrap();
-        assert!(err.to_string().contains("`native` or `prompt`, not `grammar`"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("`native` or `prompt`, not `grammar`"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -159,7 +166,11 @@ mod tests {
         assert!(check_tool_choice(&ModelSettings::default()).is_ok());
         assert!(check_tool_choice(&with("Required")).is_ok());
         let err = check_tool_choice(&with("always")).unwrap_err();
-        assert!(err.to_string().contains("`auto` or `required`, not `always`"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("`auto` or `required`, not `always`"),
+            "{err}"
+        );
     }
 
     #[cfg(not(feature = "llama"))]

@@ -45,7 +45,8 @@ impl LocalSettings {
     /// Settings for `path` (`None`: the default model in `hermes_home`), from `config`.
     pub fn from_config(config: &ModelSettings, path: Option<&Path>, hermes_home: &Path) -> Self {
         let default_path = default_model::home_path(hermes_home);
-        let model_path = path.map_or_else(|| default_path.clone(), |p| resolve_path(p, hermes_home));
+        let model_path =
+            path.map_or_else(|| default_path.clone(), |p| resolve_path(p, hermes_home));
         let is_default_model = model_path == default_path;
         // The default model's GGUF has no chat template: use the built-in one for Gemma.
         let chat_template = config
@@ -95,10 +96,10 @@ impl LocalSettings {
 /// `~/x` is under `$HOME`; a relative path is under `$HERMES_HOME` (hermes may be started
 /// from any directory).
 pub fn resolve_path(path: &Path, hermes_home: &Path) -> PathBuf {
-    if let Ok(rest) = path.strip_prefix("~") {
-        if let Some(home) = std::env::var_os("HOME") {
-            return PathBuf::from(home).join(rest);
-        }
+    if let Ok(rest) = path.strip_prefix("~")
+        && let Some(home) = std::env::var_os("HOME")
+    {
+        return PathBuf::from(home).join(rest);
     }
     if path.is_absolute() {
         path.to_path_buf()
@@ -224,7 +225,11 @@ mod tests {
             tool_choice: Some("Required".into()),
             ..ModelSettings::default()
         };
-        let s = LocalSettings::from_config(&config, Some(Path::new("models/qwen.gguf")), Path::new("/h"));
+        let s = LocalSettings::from_config(
+            &config,
+            Some(Path::new("models/qwen.gguf")),
+            Path::new("/h"),
+        );
         assert_eq!(s.model_path, PathBuf::from("/h/models/qwen.gguf"));
         assert_eq!(s.model_name, "qwen");
         assert!(!s.is_default_model);
@@ -246,7 +251,10 @@ mod tests {
 
         let default = LocalSettings::from_config(&ModelSettings::default(), None, dir.path());
         let err = check_model_file(&default).unwrap_err();
-        assert!(err.to_string().contains("hermes model fetch-local"), "{err}");
+        assert!(
+            err.to_string().contains("hermes model fetch-local"),
+            "{err}"
+        );
 
         let empty = dir.path().join("empty.gguf");
         std::fs::write(&empty, b"").unwrap();

@@ -25,7 +25,10 @@ pub fn tool_instructions(tools: &[ToolSchema]) -> String {
     for tool in tools {
         let schema = serde_json::to_string(&tool.parameters).unwrap_or_else(|_| "{}".into());
         let description = tool.description.trim();
-        out.push_str(&format!("- {}: {description}\n  arguments: {schema}\n", tool.name));
+        out.push_str(&format!(
+            "- {}: {description}\n  arguments: {schema}\n",
+            tool.name
+        ));
     }
     out
 }

@@ -20,10 +20,12 @@ use tokio_util::sync::CancellationToken;
 
 /// The test model; a missing one fails the test (the feature is on, so it must run).
 fn model_path() -> PathBuf {
-    let path = std::env::var_os("HERMES_TEST_GGUF").map(PathBuf::from).expect(
-        "HERMES_TEST_GGUF is not set: run scripts/fetch-model and export \
+    let path = std::env::var_os("HERMES_TEST_GGUF")
+        .map(PathBuf::from)
+        .expect(
+            "HERMES_TEST_GGUF is not set: run scripts/fetch-model and export \
          HERMES_TEST_GGUF=<the path it prints> (scripts/test does this)",
-    );
+        );
     assert!(
         path.is_file(),
         "HERMES_TEST_GGUF={} does not exist: run scripts/fetch-model",
@@ -32,9 +34,11 @@ fn model_path() -> PathBuf {
     path
 }
 
-/// Small context and short replies keep the tests quick; greedy sampling keeps them stable.
+/// Small context and short replies keep the tests quick; greedy sampling keeps them stable;
+/// one thread, because tests run side by side and llama.cpp's threads spin while they wait.
 fn settings() -> LocalSettings {
     let config = ModelSettings {
+        threads: Some(1),
         context_length: Some(2048),
         max_tokens: Some(24),
         temperature: Some(0.0),
@@ -73,7 +77,11 @@ impl EventSink for Events {
     }
 }
 
-fn request<'a>(messages: &'a [Message], tools: &'a [ToolSchema], max_tokens: u32) -> ChatRequest<'a> {
+fn request<'a>(
+    messages: &'a [Message],
+    tools: &'a [ToolSchema],
+    max_tokens: u32,
+) -> ChatRequest<'a> {
     ChatRequest {
         model: "gemma-3-270m",
         system: "You are a helpful assistant.",
@@ -109,7 +117,9 @@ async fn an_answer_streams_token_by_token_and_reports_usage() {
     assert!(
         matches!(
             events.iter().find(|e| matches!(e, StreamEvent::Finish(_))),
-            Some(StreamEvent::Finish(FinishReason::Stop | FinishReason::Length))
+            Some(StreamEvent::Finish(
+                FinishReason::Stop | FinishReason::Length
+            ))
         ),
         "{events:?}"
     );
@@ -124,7 +134,11 @@ async fn an_answer_streams_token_by_token_and_reports_usage() {
     let Some(StreamEvent::Usage(second)) = again.last() else {
         panic!("{again:?}");
     };
-    assert_eq!(second.cache_read_tokens, second.input_tokens - 1, "{second:?}");
+    assert_eq!(
+        second.cache_read_tokens,
+        second.input_tokens - 1,
+        "{second:?}"
+    );
     let text = |evs: &[StreamEvent]| {
         evs.iter()
             .filter_map(|e| match e {
@@ -186,9 +200,10 @@ async fn with_tools_the_grammar_yields_a_valid_call_that_runs_and_is_fed_back() 
             "the schema's enum holds: {args}"
         );
     }
-    let ran = sink.0.lock().unwrap().iter().any(
-        |e| matches!(e, AgentEvent::ToolFinished { name, ok: true, .. } if name == "todo"),
-    );
+    let ran =
+        sink.0.lock().unwrap().iter().any(
+            |e| matches!(e, AgentEvent::ToolFinished { name, ok: true, .. } if name == "todo"),
+        );
     assert!(ran, "the call was executed");
 
     let seen = provider.seen.lock().unwrap();
@@ -197,8 +212,14 @@ async fn with_tools_the_grammar_yields_a_valid_call_that_runs_and_is_fed_back() 
         .iter()
         .find(|m| m.role == Role::Tool)
         .expect("the tool result is in the second request");
-    assert_eq!(fed_back.tool_call_id.as_deref(), Some(call.tool_calls[0].id.as_str()));
-    assert!(!result.final_text.trim().is_empty(), "the wrap-up answered: {result:?}");
+    assert_eq!(
+        fed_back.tool_call_id.as_deref(),
+        Some(call.tool_calls[0].id.as_str())
+    );
+    assert!(
+        !result.final_text.trim().is_empty(),
+        "the wrap-up answered: {result:?}"
+    );
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -207,9 +228,15 @@ async fn dropping_the_stream_stops_generation_promptly() {
     s.max_tokens = 4000;
     let provider = LocalProvider::new(s).unwrap();
     let messages = [Message::user("Write a very long story about a dragon.")];
-    let mut stream = provider.stream(&request(&messages, &[], 1500)).await.unwrap();
+    let mut stream = provider
+        .stream(&request(&messages, &[], 1500))
+        .await
+        .unwrap();
     let first = stream.next().await;
-    assert!(matches!(first, Some(Ok(StreamEvent::TextDelta(_)))), "{first:?}");
+    assert!(
+        matches!(first, Some(Ok(StreamEvent::TextDelta(_)))),
+        "{first:?}"
+    );
     drop(stream);
     // The worker notices at the next token and takes the next request; a worker still
     // generating 1500 tokens would take far longer than this generous bound.
@@ -217,7 +244,11 @@ async fn dropping_the_stream_stops_generation_promptly() {
     let short = [Message::user("Hi")];
     let events = collect(&provider, &request(&short, &[], 2)).await;
     assert!(events.iter().any(|e| matches!(e, StreamEvent::Finish(_))));
-    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -238,6 +269,9 @@ async fn a_truncated_file_is_a_clear_error_not_a_crash() {
         let text = err.to_string();
         assert!(text.contains("cannot load the model"), "{name}: {text}");
         assert!(text.contains(&path.display().to_string()), "{name}: {text}");
-        assert!(!err.class().is_retryable(), "{name}: loading again cannot help");
+        assert!(
+            !err.class().is_retryable(),
+            "{name}: loading again cannot help"
+        );
     }
 }

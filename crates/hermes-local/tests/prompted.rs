@@ -76,7 +76,10 @@ async fn a_tool_call_written_as_text_is_run_and_its_result_sent_back_as_text() {
         .find(|m| m.role == Role::Assistant && m.has_tool_calls())
         .unwrap();
     assert_eq!(call.tool_calls[0].name, "terminal");
-    assert_eq!(call.tool_calls[0].arguments, r#"{"command":"echo prompted-ok"}"#);
+    assert_eq!(
+        call.tool_calls[0].arguments,
+        r#"{"command":"echo prompted-ok"}"#
+    );
 
     let requests = server.chat_requests();
     assert_eq!(requests.len(), 2);
@@ -87,7 +90,10 @@ async fn a_tool_call_written_as_text_is_run_and_its_result_sent_back_as_text() {
         }
     }
     let system = messages(&requests[0])[0]["content"].as_str().unwrap();
-    assert!(system.starts_with("You are a test agent.\n\n# Tools"), "{system}");
+    assert!(
+        system.starts_with("You are a test agent.\n\n# Tools"),
+        "{system}"
+    );
     assert!(system.contains("- terminal: "), "{system}");
     let second = messages(&requests[1]);
     let roles: Vec<&str> = second.iter().map(|m| m["role"].as_str().unwrap()).collect();

@@ -121,8 +121,7 @@ fn search(c: &mut Criterion) {
 
 fn insert(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("sessions.db");
-    let mut store = Store::open(&path).unwrap();
+    let mut store = Store::open(dir.path().join("direct.db")).unwrap();
     store
         .create_session(&NewSession {
             id: "bench".into(),
@@ -146,7 +145,7 @@ fn insert(c: &mut Criterion) {
     group.throughput(Throughput::Elements(BATCH));
     group.bench_function("writer_thread_1000_then_flush", |b| {
         let writer = SessionWriter::spawn(
-            path.clone(),
+            dir.path().join("writer.db"),
             SessionStart::New(NewSession {
                 id: "bench-writer".into(),
                 source: "cli".into(),

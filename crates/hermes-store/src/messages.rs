@@ -195,6 +195,23 @@ impl Store {
         })
     }
 
+    /// Creates the session (unless it exists) and commits its first message, in one
+    /// transaction; returns the message's id.
+    pub fn start_session(
+        &mut self,
+        new: &crate::NewSession,
+        message: &Message,
+        meta: &MessageMeta,
+    ) -> Result<i64, StoreError> {
+        let now = time::now();
+        self.write(|tx| {
+            crate::sessions::insert_session(tx, new, now)?;
+            let id = insert(tx, &new.id, message, meta, false, now)?;
+            count(tx, &new.id, message.tool_calls.len(), now)?;
+            Ok(id)
+        })
+    }
+
     /// Starts the row of an answer that is streaming; returns its id.
     pub fn start_partial(&mut self, session_id: &str, text: &str) -> Result<i64, StoreError> {
         let now = time::now();
@@ -285,6 +302,36 @@ impl Store {
                 )?;
             }
             Ok(sealed)
+        })
+    }
+
+    /// Keeps the first `keep` messages of the session (in the order written) and deletes the
+    /// rest, partial rows included (`/undo`, `/retry`); the session's counts follow. Returns
+    /// how many rows were deleted.
+    pub fn truncate_messages(
+        &mut self,
+        session_id: &str,
+        keep: usize,
+    ) -> Result<usize, StoreError> {
+        let now = time::now();
+        let keep = i64::try_from(keep).unwrap_or(i64::MAX);
+        self.write(|tx| {
+            let deleted = tx.execute(
+                "DELETE FROM messages WHERE session_id = ?1 AND id NOT IN \
+                 (SELECT id FROM messages WHERE session_id = ?1 ORDER BY id LIMIT ?2)",
+                params![session_id, keep],
+            )?;
+            if deleted > 0 {
+                tx.execute(
+                    "UPDATE sessions SET updated_at = ?2, \
+                     message_count = (SELECT count(*) FROM messages WHERE session_id = ?1 AND partial = 0), \
+                     tool_call_count = (SELECT COALESCE(SUM(json_array_length(tool_calls)), 0) \
+                        FROM messages WHERE session_id = ?1 AND partial = 0 AND tool_calls IS NOT NULL) \
+                     WHERE id = ?1",
+                    params![session_id, now],
+                )?;
+            }
+            Ok(deleted)
         })
     }
 

@@ -36,8 +36,15 @@ pub enum Found {
 
 /// Reads the header fields that tell whose file this is and which schema it has.
 pub fn inspect(conn: &Connection) -> rusqlite::Result<Found> {
-    let app: i64 = conn.pragma_query_value(None, "application_id", |r| r.get(0))?;
-    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    // One statement, so one snapshot: read separately, a migration committing in between
+    // would make a half-seen file look like another program's.
+    let (app, version, objects): (i64, i64, i64) = conn.query_row(
+        "SELECT (SELECT application_id FROM pragma_application_id()), \
+                (SELECT user_version FROM pragma_user_version()), \
+                (SELECT count(*) FROM sqlite_master)",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
     if app == APPLICATION_ID {
         return Ok(Found::Ours(version));
     }
@@ -46,7 +53,6 @@ pub fn inspect(conn: &Connection) -> rusqlite::Result<Found> {
             application_id: app,
         });
     }
-    let objects: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
     Ok(if objects == 0 && version == 0 {
         Found::Empty
     } else {

@@ -192,8 +192,19 @@ impl Store {
     /// search inside one session ranks all of its matches. Queries with an exact phrase list
     /// their matches newest first.
     pub fn search(&self, q: &SearchQuery<'_>) -> Result<Vec<SearchHit>, StoreError> {
+        self.find(q, true)
+    }
+
+    /// [`Store::search`], with the snippets left empty unless `snippets` (making one reads and
+    /// tokenizes the whole message, so callers that keep few of many hits make them later).
+    fn find(&self, q: &SearchQuery<'_>, snippets: bool) -> Result<Vec<SearchHit>, StoreError> {
         let Some(Compiled { expr, has_phrase }) = compile(q.text) else {
             return Ok(Vec::new());
+        };
+        let snippet = if snippets {
+            "snippet(messages_fts, 0, ?2, ?3, '…', ?4)"
+        } else {
+            "substr(?2 || ?3 || ?4, 1, 0)"
         };
         let oldest_ranked = match (q.session_id, has_phrase) {
             (Some(_), _) | (None, true) => 0,
@@ -207,8 +218,7 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare_cached(&format!(
-                "SELECT m.id, m.session_id, m.role, \
-                     snippet(messages_fts, 0, ?2, ?3, '…', ?4), m.timestamp, \
+                "SELECT m.id, m.session_id, m.role, {snippet}, m.timestamp, \
                      s.title, s.source, s.model, s.started_at \
                  FROM messages_fts \
                  JOIN messages m ON m.id = messages_fts.rowid \
@@ -277,7 +287,7 @@ impl Store {
             ..q.clone()
         };
         let mut best: Vec<SearchHit> = Vec::new();
-        for hit in self.search(&wide)? {
+        for hit in self.find(&wide, false)? {
             if best.len() >= sessions {
                 break;
             }
@@ -285,7 +295,29 @@ impl Store {
                 best.push(hit);
             }
         }
+        if let Some(Compiled { expr, .. }) = compile(q.text) {
+            for hit in &mut best {
+                hit.snippet = self.snippet(&expr, hit.message_id, q.highlight)?;
+            }
+        }
         Ok(best)
+    }
+
+    /// The snippet of one matching message.
+    fn snippet(&self, expr: &str, id: i64, marks: (&str, &str)) -> Result<String, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT snippet(messages_fts, 0, ?2, ?3, '…', ?4) FROM messages_fts \
+                 WHERE messages_fts MATCH ?1 AND rowid = ?5",
+            )
+            .map_err(|e| self.read_error(e))?;
+        stmt.query_row(params![expr, marks.0, marks.1, SNIPPET_TOKENS, id], |r| {
+            r.get(0)
+        })
+        .optional()
+        .map(Option::unwrap_or_default)
+        .map_err(|e| self.read_error(e))
     }
 
     /// Up to `window` messages on each side of message `anchor` of the session, the anchor

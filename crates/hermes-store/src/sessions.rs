@@ -114,20 +114,37 @@ impl Store {
     /// Creates the session; creating one that exists changes nothing.
     pub fn create_session(&mut self, new: &NewSession) -> Result<(), StoreError> {
         let now = time::now();
+        self.write(|tx| insert_session(tx, new, now))?;
+        Ok(())
+    }
+
+    /// Adds model calls and their usage (and cost, when known) to the session's totals.
+    pub fn record_calls(
+        &mut self,
+        id: &str,
+        api_calls: i64,
+        usage: &Usage,
+        cost_usd: Option<f64>,
+    ) -> Result<(), StoreError> {
         self.write(|tx| {
             tx.execute(
-                "INSERT INTO sessions (id, source, model, provider, cwd, parent_session_id, \
-                 system_prompt, started_at, updated_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8) ON CONFLICT(id) DO NOTHING",
+                "UPDATE sessions SET api_call_count = api_call_count + ?8, \
+                 input_tokens = input_tokens + ?2, \
+                 output_tokens = output_tokens + ?3, cache_read_tokens = cache_read_tokens + ?4, \
+                 cache_write_tokens = cache_write_tokens + ?5, \
+                 reasoning_tokens = reasoning_tokens + ?6, \
+                 estimated_cost_usd = CASE WHEN ?7 IS NULL THEN estimated_cost_usd \
+                     ELSE COALESCE(estimated_cost_usd, 0) + ?7 END \
+                 WHERE id = ?1",
                 params![
-                    new.id,
-                    new.source,
-                    new.model,
-                    new.provider,
-                    new.cwd,
-                    new.parent_session_id,
-                    new.system_prompt,
-                    now
+                    id,
+                    tokens(usage.input_tokens),
+                    tokens(usage.output_tokens),
+                    tokens(usage.cache_read_tokens),
+                    tokens(usage.cache_write_tokens),
+                    tokens(usage.reasoning_tokens),
+                    cost_usd,
+                    api_calls
                 ],
             )
         })?;
@@ -136,12 +153,8 @@ impl Store {
 
     pub fn session(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
         self.conn
-            .query_row(
-                &format!("SELECT {COLUMNS} FROM sessions WHERE id = ?1"),
-                [id],
-                record,
-            )
-            .optional()
+            .prepare_cached(&format!("SELECT {COLUMNS} FROM sessions WHERE id = ?1"))
+            .and_then(|mut stmt| stmt.query_row([id], record).optional())
             .map_err(|e| self.read_error(e))
     }
 
@@ -397,6 +410,29 @@ impl Store {
             Ok(ids)
         })
     }
+}
+
+/// Inserts the session row unless it exists.
+pub(crate) fn insert_session(
+    tx: &rusqlite::Transaction<'_>,
+    new: &NewSession,
+    now: f64,
+) -> rusqlite::Result<usize> {
+    tx.execute(
+        "INSERT INTO sessions (id, source, model, provider, cwd, parent_session_id, \
+         system_prompt, started_at, updated_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8) ON CONFLICT(id) DO NOTHING",
+        params![
+            new.id,
+            new.source,
+            new.model,
+            new.provider,
+            new.cwd,
+            new.parent_session_id,
+            new.system_prompt,
+            now
+        ],
+    )
 }
 
 /// A LIKE pattern matching ids that start with `prefix` literally (`\` escapes).

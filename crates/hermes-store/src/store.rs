@@ -22,7 +22,8 @@ use crate::schema::{self, Found, LATEST_VERSION};
 pub struct StoreOptions {
     /// How long SQLite itself waits for a lock before one attempt fails.
     pub busy_timeout: Duration,
-    /// Attempts of one write transaction while the database stays locked.
+    /// Attempts of one write transaction while the database stays locked. (Opening retries
+    /// for up to three busy timeouts.)
     pub write_attempts: u32,
 }
 
@@ -72,15 +73,32 @@ impl Store {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(&path, flags)
-            .map_err(|e| StoreError::from_sqlite(&path, e, Duration::ZERO))?;
-        let mut store = Store {
-            conn,
-            path,
-            options,
-        };
-        store.prepare()?;
-        Ok(store)
+        let started = Instant::now();
+        let give_up = started + options.busy_timeout * 3;
+        loop {
+            let conn = Connection::open_with_flags(&path, flags)
+                .map_err(|e| StoreError::from_sqlite(&path, e, Duration::ZERO))?;
+            let mut store = Store {
+                conn,
+                path: path.clone(),
+                options,
+            };
+            // While another connection creates the file or switches it to WAL, SQLite can
+            // answer "busy" at once, without waiting: start over after a pause.
+            match store.prepare() {
+                Ok(()) => return Ok(store),
+                Err(StoreError::Locked { .. }) if Instant::now() < give_up => {
+                    std::thread::sleep(Duration::from_millis(fastrand::u64(20..=150)));
+                }
+                Err(StoreError::Locked { path, .. }) => {
+                    return Err(StoreError::Locked {
+                        path,
+                        waited: started.elapsed().as_secs_f64(),
+                    });
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// The database file.

@@ -3,8 +3,10 @@
 //! and a `kill -9` loses nothing that was already queued for more than an instant.
 //!
 //! The database is opened on the writer thread, off the critical path: commands sent before it
-//! is ready simply wait in the queue. The session row is created with its first message (a
-//! session nobody spoke in leaves no trace), and titled after the user's first message.
+//! is ready simply wait in the queue. The session row is created with its first message, in the
+//! same transaction (a session nobody spoke in leaves no trace). While the first model request
+//! goes out nothing else is written: the automatic title (from the user's first message) and
+//! the model-call and token counters are added with the next write.
 //!
 //! Streamed answer text goes into a partial row: the first piece at once, then whenever a line
 //! completes or at most every [`STREAM_COMMIT_INTERVAL`], so at most that much of what was on
@@ -51,6 +53,7 @@ enum Command {
     Switch(NewSession, String),
     Flush(Sender<Option<StoreError>>),
     End(String),
+    Truncate(usize),
 }
 
 /// The handle the frontend holds. Dropping it commits what is queued and stops the thread.
@@ -130,6 +133,12 @@ impl SessionWriter {
     /// Ends the current session with `reason` and records into a new one from now on.
     pub fn switch_to(&self, next: NewSession, reason: &str) {
         self.send(Command::Switch(next, reason.to_string()));
+    }
+
+    /// Keeps the first `keep` messages of the session and deletes the rest (`/undo`,
+    /// `/retry`); a streamed answer still open is dropped with them.
+    pub fn truncate(&self, keep: usize) {
+        self.send(Command::Truncate(keep));
     }
 
     /// Marks the session ended with `reason` (when it exists).
@@ -224,6 +233,27 @@ struct Worker {
     partial: Option<Partial>,
     errors: Arc<Mutex<Option<StoreError>>>,
     resume: Option<(Option<String>, Option<String>)>,
+    /// A new session is titled after its first user message.
+    title_from_first_message: bool,
+    /// That message, until the title is written (with the next write after it, so nothing
+    /// but the message itself is committed while the first model request goes out).
+    title_source: Option<String>,
+    /// Model calls and usage not yet added to the session's totals (likewise deferred).
+    calls: Calls,
+}
+
+/// Counters waiting for the next write.
+#[derive(Default)]
+struct Calls {
+    api_calls: i64,
+    usage: Usage,
+    cost_usd: Option<f64>,
+}
+
+impl Calls {
+    fn is_empty(&self) -> bool {
+        self.api_calls == 0 && self.usage.is_empty() && self.cost_usd.is_none()
+    }
 }
 
 impl Worker {
@@ -249,6 +279,9 @@ impl Worker {
             pending,
             partial: None,
             errors,
+            title_from_first_message: resume.is_none(),
+            title_source: None,
+            calls: Calls::default(),
             resume,
         }
     }
@@ -275,6 +308,7 @@ impl Worker {
             self.handle(command);
         }
         self.commit_partial();
+        self.settle();
     }
 
     fn open(&mut self) {
@@ -297,18 +331,14 @@ impl Worker {
             Command::StreamText(text) => self.stream(text),
             Command::SealPartial => self.seal(),
             Command::Usage(usage, cost) => {
-                let id = self.session_id.clone();
-                if self.pending.is_none() {
-                    self.with_store(|s| s.record_usage(&id, &usage, cost));
+                self.calls.usage += usage;
+                if let Some(c) = cost {
+                    self.calls.cost_usd = Some(self.calls.cost_usd.unwrap_or(0.0) + c);
                 }
             }
-            Command::ApiCall => {
-                let id = self.session_id.clone();
-                if self.pending.is_none() {
-                    self.with_store(|s| s.record_api_call(&id));
-                }
-            }
+            Command::ApiCall => self.calls.api_calls += 1,
             Command::SetTitle(title, reply) => {
+                self.settle();
                 let id = self.session_id.clone();
                 let result = self
                     .ensure_session()
@@ -316,6 +346,7 @@ impl Worker {
                 let _ = reply.send(result);
             }
             Command::Title(reply) => {
+                self.settle();
                 let id = self.session_id.clone();
                 let result = match &self.pending {
                     Some(_) => Ok(None),
@@ -328,28 +359,52 @@ impl Worker {
             }
             Command::Switch(next, reason) => {
                 self.seal();
+                self.settle();
                 self.end(&reason);
                 self.session_id = next.id.clone();
                 self.pending = Some(next);
+                self.title_from_first_message = true;
             }
             Command::Flush(reply) => {
                 self.commit_partial();
+                self.settle();
                 let _ = reply.send(None);
             }
             Command::End(reason) => {
                 self.seal();
+                self.settle();
                 self.end(&reason);
+            }
+            Command::Truncate(keep) => {
+                self.partial = None;
+                let id = self.session_id.clone();
+                if self.pending.is_none() {
+                    self.with_store(|s| s.truncate_messages(&id, keep).map(drop));
+                }
             }
         }
     }
 
     fn append(&mut self, message: Message, meta: MessageMeta) {
-        if let Err(e) = self.ensure_session() {
-            return self.fail(e);
+        if message.role == Role::User && self.title_from_first_message {
+            self.title_from_first_message = false;
+            self.title_source = Some(message.content.clone());
+        }
+        if message.role != Role::Assistant {
+            // A stream still open when something else is said will never complete.
+            self.seal();
         }
         let id = self.session_id.clone();
-        let first_user = message.role == Role::User && self.is_untitled_first_message();
-        if message.role == Role::Assistant {
+        if let Some(new) = self.pending.take() {
+            // The first message creates the session, in the same transaction.
+            if let Err(e) = self
+                .store()
+                .and_then(|s| s.start_session(&new, &message, &meta))
+            {
+                self.pending = Some(new);
+                self.fail(e);
+            }
+        } else if message.role == Role::Assistant {
             // The complete answer replaces the row its stream was written into.
             match self.partial.take().and_then(|p| p.row) {
                 Some(row) => {
@@ -358,23 +413,26 @@ impl Worker {
                 None => self.with_store(|s| s.append_message(&id, &message, &meta).map(drop)),
             }
         } else {
-            // A stream still open when something else is said will never complete.
-            self.seal();
             self.with_store(|s| s.append_message(&id, &message, &meta).map(drop));
         }
-        if first_user {
-            self.with_store(|s| s.set_auto_title(&id, &message.content).map(drop));
+        if message.role != Role::User {
+            self.settle();
         }
     }
 
-    /// The session was created by this message's append and has no title yet.
-    fn is_untitled_first_message(&self) -> bool {
-        self.store.as_ref().is_some_and(|s| {
-            s.session(&self.session_id)
-                .ok()
-                .flatten()
-                .is_some_and(|r| r.title.is_none() && r.message_count == 0)
-        })
+    /// Writes what was deferred: the automatic title and the model-call counters.
+    fn settle(&mut self) {
+        if self.pending.is_some() || self.store.is_none() {
+            return;
+        }
+        let id = self.session_id.clone();
+        if let Some(text) = self.title_source.take() {
+            self.with_store(|s| s.set_auto_title(&id, &text).map(drop));
+        }
+        if !self.calls.is_empty() {
+            let calls = std::mem::take(&mut self.calls);
+            self.with_store(|s| s.record_calls(&id, calls.api_calls, &calls.usage, calls.cost_usd));
+        }
     }
 
     fn stream(&mut self, text: String) {

@@ -80,3 +80,27 @@ fn sixteen_parallel_writers_lose_no_row() {
         );
     }
 }
+
+#[test]
+fn many_connections_creating_the_same_new_database_all_succeed() {
+    for round in 0..10 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions.db");
+        let start = Arc::new(Barrier::new(8));
+        let openers: Vec<_> = (0..8)
+            .map(|_| {
+                let path = path.clone();
+                let start = Arc::clone(&start);
+                std::thread::spawn(move || {
+                    start.wait();
+                    Store::open(&path).map(drop)
+                })
+            })
+            .collect();
+        for o in openers {
+            if let Err(e) = o.join().unwrap() {
+                panic!("round {round}: {e}");
+            }
+        }
+    }
+}

@@ -499,3 +499,45 @@ fn closing_keeps_the_wal_so_exits_cost_no_checkpoint() {
     let store = Store::open(&path).unwrap();
     assert_eq!(store.conversation("s1").unwrap()[0].content, "kept");
 }
+
+#[test]
+fn truncating_takes_back_the_tail_with_its_counts_and_index() {
+    let (_dir, mut store) = new_store();
+    store.create_session(&session("s1")).unwrap();
+    append(&mut store, "s1", Message::user("first question"));
+    append(&mut store, "s1", Message::assistant("first answer"));
+    append(
+        &mut store,
+        "s1",
+        Message::user("second question about zebras"),
+    );
+    append(
+        &mut store,
+        "s1",
+        Message::assistant_with_tools("", vec![call("c1", "terminal", "{}")]),
+    );
+    store.start_partial("s1", "half").unwrap();
+    assert_eq!(store.truncate_messages("s1", 2).unwrap(), 3);
+    assert_eq!(
+        contents_of(&store, "s1"),
+        ["first question", "first answer"]
+    );
+    let s = store.session("s1").unwrap().unwrap();
+    assert_eq!((s.message_count, s.tool_call_count), (2, 0));
+    assert!(
+        store
+            .search(&SearchQuery::new("zebras"))
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(store.truncate_messages("s1", 5).unwrap(), 0);
+}
+
+fn contents_of(store: &Store, sid: &str) -> Vec<String> {
+    store
+        .messages(sid)
+        .unwrap()
+        .into_iter()
+        .map(|m| m.message.content)
+        .collect()
+}

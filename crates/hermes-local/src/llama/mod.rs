@@ -73,7 +73,10 @@ impl Provider for LocalProvider {
                 top_p: s.top_p,
                 seed: s.seed,
             },
-            max_tokens: request.max_tokens.filter(|n| *n > 0).unwrap_or(s.max_tokens),
+            max_tokens: request
+                .max_tokens
+                .filter(|n| *n > 0)
+                .unwrap_or(s.max_tokens),
             events,
         })?;
         Ok(finished_or_cut(receiver))

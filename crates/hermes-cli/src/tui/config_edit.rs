@@ -1,0 +1,168 @@
+//! Saving `display.skin` into `config.yaml` as a text edit, so the user's comments, order and
+//! quoting survive: the `skin:` line under a block-style `display:` section is replaced or
+//! added, or a `display:` section is appended. The result is parsed again and must differ from
+//! the original only in `display.skin`; otherwise the file is left untouched and the reason
+//! returned.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+/// Sets `display.skin` to `name` in the YAML file at `path` (created when missing).
+pub fn set_display_skin(path: &Path, name: &str) -> Result<(), String> {
+    if name.is_empty() || name.contains(['\n', '"', '\\']) {
+        return Err(format!("`{name}` cannot be written as a skin name"));
+    }
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let before = parse(&text).map_err(|e| format!("{} is not valid YAML: {e}", path.display()))?;
+    if !(before.is_object() || before.is_null()) {
+        return Err(format!("{} is not a mapping of settings", path.display()));
+    }
+    let updated = edit(&text, name).ok_or_else(|| {
+        "`display` is written in a form this editor does not change; set display.skin by hand"
+            .to_string()
+    })?;
+    let after = parse(&updated)
+        .map_err(|_| "the edit would break config.yaml; it was left unchanged".to_string())?;
+    let mut expected = if before.is_null() {
+        Value::Object(Default::default())
+    } else {
+        before
+    };
+    if let Some(map) = expected.as_object_mut() {
+        let display = map
+            .entry("display")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if display.is_null() {
+            *display = Value::Object(Default::default());
+        }
+        if let Some(d) = display.as_object_mut() {
+            d.insert("skin".into(), Value::String(name.into()));
+        }
+    }
+    if after != expected {
+        return Err(
+            "the edit would change more than display.skin; config.yaml was left unchanged".into(),
+        );
+    }
+    hermes_config::atomic_write(path, updated.as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+fn parse(text: &str) -> Result<Value, String> {
+    if text.trim().is_empty() {
+        return Ok(Value::Null);
+    }
+    serde_saphyr::from_str::<Value>(text)
+        .map_err(|e| e.to_string().lines().next().unwrap_or_default().to_string())
+}
+
+/// The text with `display.skin` set; `None` when `display` is not a block mapping.
+fn edit(text: &str, name: &str) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let value = format!("\"{name}\"");
+    let Some(start) = lines
+        .iter()
+        .position(|l| l.starts_with("display:") && top_level_key(l) == Some("display"))
+    else {
+        let mut out = text.to_string();
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str(&format!("display:\n  skin: {value}\n"));
+        return Some(out);
+    };
+    let rest = lines[start]["display:".len()..].trim();
+    if !(rest.is_empty() || rest.starts_with('#')) {
+        return None;
+    }
+    // The section's lines: indented (or blank / comment) until the next top-level key.
+    let end = lines[start + 1..]
+        .iter()
+        .position(|l| !l.trim().is_empty() && !l.starts_with([' ', '\t']) && !l.starts_with('#'))
+        .map_or(lines.len(), |i| start + 1 + i);
+    let body = &lines[start + 1..end];
+    let indent = body
+        .iter()
+        .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        .map(|l| &l[..l.len() - l.trim_start().len()])
+        .unwrap_or("  ")
+        .to_string();
+    let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    match body.iter().position(|l| {
+        l.strip_prefix(indent.as_str())
+            .is_some_and(|r| !r.starts_with([' ', '\t']) && top_level_key(r) == Some("skin"))
+    }) {
+        Some(i) => {
+            // A comment after the old value stays.
+            let old = body[i];
+            let comment = old
+                .find(" #")
+                .map(|c| &old[old[..c].trim_end().len()..])
+                .unwrap_or("");
+            out[start + 1 + i] = format!("{indent}skin: {value}{comment}");
+        }
+        None => out.insert(start + 1, format!("{indent}skin: {value}")),
+    }
+    let mut joined = out.join("\n");
+    joined.push('\n');
+    Some(joined)
+}
+
+/// `key` of a `key: value` line.
+fn top_level_key(line: &str) -> Option<&str> {
+    let (key, _) = line.split_once(':')?;
+    let key = key.trim();
+    (!key.is_empty() && !key.contains(' ')).then_some(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(initial: Option<&str>, name: &str) -> (Result<(), String>, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.yaml");
+        if let Some(t) = initial {
+            std::fs::write(&path, t).unwrap();
+        }
+        let r = set_display_skin(&path, name);
+        (r, std::fs::read_to_string(&path).unwrap_or_default())
+    }
+
+    #[test]
+    fn adds_replaces_and_keeps_comments() {
+        assert_eq!(run(None, "mono").1, "display:\n  skin: \"mono\"\n");
+        let (r, text) = run(Some("# mine\nmodel:\n  default: x\n"), "mono");
+        assert!(r.is_ok());
+        assert_eq!(
+            text,
+            "# mine\nmodel:\n  default: x\ndisplay:\n  skin: \"mono\"\n"
+        );
+        let (r, text) = run(
+            Some(
+                "display:\n    compact: true\n    skin: default  # the look\nagent:\n  max_turns: 3\n",
+            ),
+            "ares",
+        );
+        assert!(r.is_ok(), "{r:?}");
+        assert_eq!(
+            text,
+            "display:\n    compact: true\n    skin: \"ares\"  # the look\nagent:\n  max_turns: 3\n"
+        );
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_edit_safely() {
+        let (r, text) = run(Some("display: {skin: a}\n"), "mono");
+        assert!(r.is_err());
+        assert_eq!(text, "display: {skin: a}\n", "untouched");
+        assert!(run(Some("- a list\n"), "mono").0.is_err());
+        assert!(run(Some("x: [unclosed\n"), "mono").0.is_err());
+        assert!(run(None, "bad\"name").0.is_err());
+    }
+}
