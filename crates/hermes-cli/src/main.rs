@@ -2,6 +2,7 @@
 //! (`-z`, `chat -q`) or the interactive chat. `--version` answers before any runtime starts.
 
 mod args;
+mod compress_cmd;
 mod error;
 mod interaction;
 mod judge;
@@ -59,7 +60,17 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         (None, Some(Command::PromptSize(size))) => {
             prompt_size::run(&cli.common.merged(&size.common))
         }
-        (None, Some(Command::Sessions(sessions))) => sessions_cmd::run(&cli.common, sessions),
+        (None, Some(Command::Sessions(sessions))) => match &sessions.action {
+            sessions_cmd::SessionsAction::Compress { id, focus } => {
+                runtime.block_on(compress_cmd::run(
+                    &cli.common,
+                    sessions.profile.as_deref(),
+                    id,
+                    focus.as_deref(),
+                ))
+            }
+            _ => sessions_cmd::run(&cli.common, sessions),
+        },
         (None, Some(Command::Model(model))) => model_cmd::run(model),
     }
 }

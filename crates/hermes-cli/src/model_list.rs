@@ -34,7 +34,8 @@ pub fn list(profile: Option<&str>) -> Result<ExitCode, CliError> {
 pub fn render(config: &Config, env: &Environment) -> String {
     let named = named_providers(&config.raw);
     let mut out = String::new();
-    let active = hermes_llm::resolve::resolve_with(&config.model, env, &Overrides::default(), &named);
+    let active =
+        hermes_llm::resolve::resolve_with(&config.model, env, &Overrides::default(), &named);
     match &active {
         Ok(spec) => {
             out.push_str(&format!(
@@ -58,7 +59,11 @@ pub fn render(config: &Config, env: &Environment) -> String {
     let active_id = active.as_ref().map(|s| s.provider.clone()).ok();
     out.push_str("\nProviders:\n");
     for p in PRESETS {
-        let mark = if active_id.as_deref() == Some(p.id) { "*" } else { " " };
+        let mark = if active_id.as_deref() == Some(p.id) {
+            "*"
+        } else {
+            " "
+        };
         let key = if p.wire == WireFormat::Bedrock {
             "AWS_BEARER_TOKEN_BEDROCK or AWS credentials".to_string()
         } else if p.key_env.is_empty() {
@@ -76,14 +81,20 @@ pub fn render(config: &Config, env: &Environment) -> String {
             (_, "") => "(from AWS_REGION)",
             (_, url) => url,
         };
-        let wire = if p.id == "local" { "llama.cpp" } else { wire_name(p.wire) };
+        let wire = if p.id == "local" {
+            "llama.cpp"
+        } else {
+            wire_name(p.wire)
+        };
         out.push_str(&format!(
             "{mark} {:<11} {:<52} {:<18} {}{}\n",
             p.id,
             url,
             wire,
             key,
-            p.default_model.map(|m| format!(" · default {m}")).unwrap_or_default()
+            p.default_model
+                .map(|m| format!(" · default {m}"))
+                .unwrap_or_default()
         ));
     }
     if !named.is_empty() {
@@ -100,19 +111,29 @@ pub fn render(config: &Config, env: &Environment) -> String {
         .flatten()
         .map(|f| {
             let p = f.get("provider").and_then(Value::as_str).unwrap_or("?");
-            let m = f.get("model").and_then(Value::as_str).unwrap_or("default model");
+            let m = f
+                .get("model")
+                .and_then(Value::as_str)
+                .unwrap_or("default model");
             format!("{p} · {m}")
         })
         .collect();
     if !fallbacks.is_empty() {
-        out.push_str(&format!("\nFallbacks, in order: {}\n", fallbacks.join(" -> ")));
+        out.push_str(&format!(
+            "\nFallbacks, in order: {}\n",
+            fallbacks.join(" -> ")
+        ));
     }
     out.push_str("\nSwitch with `model.provider` / `model.default` in config.yaml, or --provider / --model.\n");
     out
 }
 
 fn named_line(n: &NamedProvider, active: Option<&str>) -> String {
-    let mark = if active == Some(n.name.as_str()) { "*" } else { " " };
+    let mark = if active == Some(n.name.as_str()) {
+        "*"
+    } else {
+        " "
+    };
     let wire = n
         .api_mode
         .as_deref()
@@ -124,7 +145,10 @@ fn named_line(n: &NamedProvider, active: Option<&str>) -> String {
         n.name,
         n.base_url,
         wire_name(wire),
-        n.model.as_deref().map(|m| format!("model {m}")).unwrap_or_default()
+        n.model
+            .as_deref()
+            .map(|m| format!("model {m}"))
+            .unwrap_or_default()
     )
 }
 
@@ -168,7 +192,13 @@ mod tests {
         assert!(text.contains("context 200,000 tokens"), "{text}");
         assert!(text.contains("* anthropic"), "{text}");
         assert!(text.contains("OPENROUTER_API_KEY not set"), "{text}");
-        assert!(text.contains("work") && text.contains("responses"), "{text}");
-        assert!(text.contains("Fallbacks, in order: openrouter · openai/gpt-5.1"), "{text}");
+        assert!(
+            text.contains("work") && text.contains("responses"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Fallbacks, in order: openrouter · openai/gpt-5.1"),
+            "{text}"
+        );
     }
 }

@@ -50,6 +50,8 @@ pub struct RecorderParts {
     pub trajectories: Option<Trajectories>,
     pub system_prompt: String,
     pub tools: Vec<ToolSchema>,
+    /// `compression.in_place`: a compression continues in the same session.
+    pub compress_in_place: bool,
 }
 
 pub struct Recorder {
@@ -65,6 +67,7 @@ pub struct Recorder {
     /// How the last turn ended, recorded as the session's end reason.
     outcome: Mutex<&'static str>,
     warned: AtomicBool,
+    compress_in_place: bool,
 }
 
 impl Recorder {
@@ -76,6 +79,7 @@ impl Recorder {
             trajectories: parts.trajectories,
             system_prompt: parts.system_prompt,
             tools: parts.tools,
+            compress_in_place: parts.compress_in_place,
             streamed: Mutex::new(String::new()),
             output_tokens: Mutex::new(None),
             outcome: Mutex::new("user_exit"),
@@ -162,8 +166,21 @@ impl Recorder {
 
     /// The conversation was compressed (by the agent, or by `/compress`): it continues in a
     /// child session holding the compressed messages (the parent keeps the full transcript),
-    /// as in the Python Hermes.
+    /// as in the Python Hermes; with `compression.in_place` it continues in the same session,
+    /// the replaced messages kept but marked inactive. Search finds everything either way.
     pub fn compressed(&self, messages: Vec<Message>) {
+        if self.compress_in_place {
+            if let Ok(mut s) = self.streamed.lock() {
+                s.clear();
+            }
+            self.with_writer(|w| {
+                w.deactivate_all();
+                for m in messages {
+                    w.append(m, MessageMeta::default());
+                }
+            });
+            return;
+        }
         let next = match self.template.lock() {
             Ok(mut t) => {
                 let parent = std::mem::replace(&mut t.id, hermes_store::time::new_session_id());

@@ -105,8 +105,13 @@ fn pooled_or_single(
 /// in config.yaml (a list, or `{keys: [...], strategy}`), then `<KEY_ENV>_1..n`.
 fn pool_keys(spec: &ProviderSpec, config: &Config, env: &Environment) -> (Vec<String>, Strategy) {
     let mut keys: Vec<String> = spec.api_key.iter().cloned().collect();
-    let entry = config.raw.pointer(&format!("/credential_pool/{}", spec.provider));
-    let listed = entry.and_then(|e| e.as_array().or_else(|| e.get("keys").and_then(Value::as_array)));
+    let entry = config
+        .raw
+        .pointer(&format!("/credential_pool/{}", spec.provider));
+    let listed = entry.and_then(|e| {
+        e.as_array()
+            .or_else(|| e.get("keys").and_then(Value::as_array))
+    });
     keys.extend(
         listed
             .into_iter()
@@ -126,7 +131,11 @@ fn pool_keys(spec: &ProviderSpec, config: &Config, env: &Environment) -> (Vec<St
     }
     let strategy = entry
         .and_then(|e| e.get("strategy"))
-        .or_else(|| config.raw.pointer(&format!("/credential_pool_strategies/{}", spec.provider)))
+        .or_else(|| {
+            config
+                .raw
+                .pointer(&format!("/credential_pool_strategies/{}", spec.provider))
+        })
         .and_then(Value::as_str)
         .and_then(Strategy::parse)
         .unwrap_or_default();

@@ -32,16 +32,21 @@ pub fn usage_line(turn: &hermes_protocol::TurnResult) -> String {
         hermes_llm::util::thousands(u.input_tokens)
     );
     if u.cache_read_tokens > 0 {
-        line.push_str(&format!(" ({} cached)", hermes_llm::util::thousands(u.cache_read_tokens)));
+        line.push_str(&format!(
+            " ({} cached)",
+            hermes_llm::util::thousands(u.cache_read_tokens)
+        ));
     }
-    line.push_str(&format!(" · {} out", hermes_llm::util::thousands(u.output_tokens)));
+    line.push_str(&format!(
+        " · {} out",
+        hermes_llm::util::thousands(u.output_tokens)
+    ));
     match turn.cost_usd {
         Some(c) => line.push_str(&format!(" · ${c:.4}")),
         None => line.push_str(" · cost unknown"),
     }
     line
 }
-
 
 /// Remembers the preview of each running call so the finish line can show it.
 #[derive(Default)]
@@ -178,11 +183,17 @@ mod tests {
         t.usage.input_tokens = 12_345;
         t.usage.cache_read_tokens = 10_000;
         t.usage.output_tokens = 678;
-        assert_eq!(usage_line(&t), "usage: 3 calls · 12,345 in (10,000 cached) · 678 out · cost unknown");
+        assert_eq!(
+            usage_line(&t),
+            "usage: 3 calls · 12,345 in (10,000 cached) · 678 out · cost unknown"
+        );
         t.cost_usd = Some(0.01234);
         t.api_calls = 1;
         t.usage.cache_read_tokens = 0;
-        assert_eq!(usage_line(&t), "usage: 1 call · 12,345 in · 678 out · $0.0123");
+        assert_eq!(
+            usage_line(&t),
+            "usage: 1 call · 12,345 in · 678 out · $0.0123"
+        );
     }
 
     #[test]

@@ -38,6 +38,8 @@ pub struct Persistence {
     provider: String,
     cwd: Option<String>,
     trajectories: Option<Trajectories>,
+    /// `compression.in_place`: compressions continue in the same session.
+    compress_in_place: bool,
 }
 
 /// Store failures while resuming: a wrong name is a usage error (2), a damaged or locked
@@ -96,6 +98,11 @@ impl Persistence {
             provider: spec.provider.clone(),
             cwd,
             trajectories: Trajectories::from_config(home, config, args.save_trajectories)?,
+            compress_in_place: config
+                .raw
+                .pointer("/compression/in_place")
+                .and_then(serde_json::Value::as_bool)
+                .unwrap_or(false),
         })
     }
 
@@ -160,6 +167,7 @@ impl Persistence {
             trajectories: self.trajectories.clone(),
             system_prompt: agent.system_prompt().to_string(),
             tools: agent.tool_schemas().to_vec(),
+            compress_in_place: self.compress_in_place,
         })
     }
 }
@@ -175,7 +183,7 @@ fn as_stored(r: &Resumed) -> Vec<Message> {
 }
 
 fn load(store: &Store, record: SessionRecord) -> Result<Resumed, CliError> {
-    let stored = store.messages(&record.id).map_err(store_error)?;
+    let stored = store.active_messages(&record.id).map_err(store_error)?;
     Ok(Resumed { record, stored })
 }
 

@@ -78,6 +78,14 @@ pub enum SessionsAction {
         #[arg(short = 'o', long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// Compress a session now (summary by the auxiliary model); it continues in a child session,
+    /// or in place with `compression.in_place: true`.
+    Compress {
+        id: String,
+        /// What the summary should keep in most detail.
+        #[arg(long)]
+        focus: Option<String>,
+    },
     /// Delete every session inactive for more than DAYS days.
     Prune {
         #[arg(long = "older-than", value_name = "DAYS", default_value_t = 90)]
@@ -108,6 +116,11 @@ pub fn run(common: &CommonArgs, args: &SessionsArgs) -> Result<ExitCode, CliErro
     let mut store = Store::open(home.join(hermes_store::DB_FILE_NAME)).map_err(store_error)?;
     let mut out = std::io::stdout().lock();
     match &args.action {
+        SessionsAction::Compress { .. } => {
+            return Err(CliError::runtime(
+                "sessions compress runs on the async runtime",
+            ));
+        }
         SessionsAction::List { limit, source } => {
             list(&store, *limit, source.as_deref(), &mut out)?
         }

@@ -69,12 +69,19 @@ fn fallback_providers_take_over_when_the_primary_fails() {
     let o = run(&home, &["-z", "hi"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(String::from_utf8_lossy(&o.stdout), "backup answer\n");
-    assert!(stderr(&o).contains("falling back to backup-model"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("falling back to backup-model"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
 fn a_credential_pool_rotates_a_rejected_key_and_remembers() {
-    let server = MockServer::start(Script::new(vec![Fault::http(401, "revoked").into(), Turn::text("ok")]));
+    let server = MockServer::start(Script::new(vec![
+        Fault::http(401, "revoked").into(),
+        Turn::text("ok"),
+    ]));
     let home = TestHome::new();
     home.write_config(&format!(
         "{}credential_pool:\n  custom:\n    keys: [sk-second]\n",
@@ -83,15 +90,25 @@ fn a_credential_pool_rotates_a_rejected_key_and_remembers() {
     let o = run(&home, &["-z", "hi"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let reqs = server.requests();
-    assert_eq!(reqs[0].header("authorization"), Some("Bearer sk-mock-not-a-real-key"));
+    assert_eq!(
+        reqs[0].header("authorization"),
+        Some("Bearer sk-mock-not-a-real-key")
+    );
     assert_eq!(reqs[1].header("authorization"), Some("Bearer sk-second"));
     let state = std::fs::read_to_string(home.hermes_home().join("credential_pool.json")).unwrap();
-    assert!(state.contains("cooldown_until") && !state.contains("sk-"), "{state}");
+    assert!(
+        state.contains("cooldown_until") && !state.contains("sk-"),
+        "{state}"
+    );
 }
 
 #[test]
 fn usage_flag_reports_tokens_and_cost() {
-    let usage = MockUsage { prompt_tokens: 2000, completion_tokens: 100, cached_tokens: 1500 };
+    let usage = MockUsage {
+        prompt_tokens: 2000,
+        completion_tokens: 100,
+        cached_tokens: 1500,
+    };
     let server = MockServer::start(Script::new(vec![
         Reply::text("ok").with_usage(usage).into(),
         Reply::text("ok").with_usage(usage).into(),
@@ -100,7 +117,10 @@ fn usage_flag_reports_tokens_and_cost() {
     home.write_mock_config(&server);
     let o = run(&home, &["-z", "hi", "--usage"]);
     assert!(o.status.success());
-    assert_eq!(stderr(&o).trim(), "usage: 1 call · 2,000 in (1,500 cached) · 100 out · cost unknown");
+    assert_eq!(
+        stderr(&o).trim(),
+        "usage: 1 call · 2,000 in (1,500 cached) · 100 out · cost unknown"
+    );
     let o = run(&home, &["-z", "hi", "--usage", "-m", "gpt-4o-mini"]);
     assert!(stderr(&o).contains("out · $"), "{}", stderr(&o));
 }
@@ -113,7 +133,10 @@ fn model_lists_providers_and_the_active_one() {
     let o = run(&home, &["model"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.starts_with("Active: custom · mock-model (chosen by config.yaml model.provider)"), "{out}");
+    assert!(
+        out.starts_with("Active: custom · mock-model (chosen by config.yaml model.provider)"),
+        "{out}"
+    );
     assert!(out.contains("key from config.yaml model.api_key"), "{out}");
     assert!(out.contains("* custom"), "{out}");
     for preset in ["openrouter", "anthropic", "bedrock", "ollama", "lmstudio"] {

@@ -10,7 +10,9 @@ use hermes_protocol::{Message, ToolCall};
 use serde_json::json;
 
 fn prose(chars: usize, seed: u64) -> String {
-    const WORDS: [&str; 10] = ["fn", "parse", "token", "struct", "impl", "match", "error", "span", "node", "emit"];
+    const WORDS: [&str; 10] = [
+        "fn", "parse", "token", "struct", "impl", "match", "error", "span", "node", "emit",
+    ];
     let mut out = String::with_capacity(chars + 16);
     let mut x = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
     while out.len() < chars {
@@ -30,12 +32,29 @@ fn history() -> Vec<Message> {
     while m.len() < 499 {
         let id = format!("c{i}");
         let (name, args) = if i.is_multiple_of(3) {
-            ("read_file", json!({"path": format!("src/file{}.rs", i % 40)}))
+            (
+                "read_file",
+                json!({"path": format!("src/file{}.rs", i % 40)}),
+            )
         } else {
-            ("terminal", json!({"command": format!("cargo test --test t{i}")}))
+            (
+                "terminal",
+                json!({"command": format!("cargo test --test t{i}")}),
+            )
         };
-        m.push(Message::assistant_with_tools("", vec![ToolCall { id: id.clone(), name: name.into(), arguments: args.to_string() }]));
-        m.push(Message::tool_result(id, name, json!({"output": prose(6_400, i), "exit_code": 0}).to_string()));
+        m.push(Message::assistant_with_tools(
+            "",
+            vec![ToolCall {
+                id: id.clone(),
+                name: name.into(),
+                arguments: args.to_string(),
+            }],
+        ));
+        m.push(Message::tool_result(
+            id,
+            name,
+            json!({"output": prose(6_400, i), "exit_code": 0}).to_string(),
+        ));
         i += 1;
     }
     m.push(Message::user("Continue."));
@@ -54,9 +73,15 @@ fn bench(c: &mut Criterion) {
     };
     let provider = hermes_llm::build_provider(&spec, &hermes_llm::HttpTimeouts::default()).unwrap();
     let compressor = Compressor::new(
-        CompressionSettings { context_length: Some(1_000_000), ..CompressionSettings::default() },
+        CompressionSettings {
+            context_length: Some(1_000_000),
+            ..CompressionSettings::default()
+        },
         "m",
-        ModelTarget { provider, model: "m".into() },
+        ModelTarget {
+            provider,
+            model: "m".into(),
+        },
     );
     let h = history();
     let out = compressor.prune_pass("", &[], &h);
@@ -71,7 +96,9 @@ fn bench(c: &mut Criterion) {
         exact_after,
         out.pruned
     );
-    c.bench_function("compress_prune_pass_500_messages", |b| b.iter(|| compressor.prune_pass("", &[], &h)));
+    c.bench_function("compress_prune_pass_500_messages", |b| {
+        b.iter(|| compressor.prune_pass("", &[], &h))
+    });
 }
 
 criterion_group!(benches, bench);

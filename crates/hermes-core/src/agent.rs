@@ -10,9 +10,9 @@ use hermes_protocol::{AgentEvent, FinishReason, Message, ToolCall, ToolSchema, T
 use hermes_tools::{Registry, ToolContext};
 use tokio_util::sync::CancellationToken;
 
+use crate::compress::{Compressed, Compressor, tokens};
 use crate::executor::{self, Action, PlannedCall};
 use crate::memory::provider::{self as memory_provider, AttachError, MemoryProvider};
-use crate::compress::{Compressed, Compressor, tokens};
 use crate::model_call::{CallFailure, ModelCall, ModelTarget};
 use crate::{EventSink, IterationBudget, NoEvents, history, repair};
 
@@ -126,7 +126,10 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> Option<Compressed> {
         let c = self.compressor.as_ref()?;
-        Some(c.compress(&self.system_prompt, &self.schemas, history, focus, cancel).await)
+        Some(
+            c.compress(&self.system_prompt, &self.schemas, history, focus, cancel)
+                .await,
+        )
     }
 
     /// Attaches the external memory provider (at most one) and offers its tools; returns
@@ -170,7 +173,9 @@ impl Agent {
     }
 
     fn current_target(&self) -> &ModelTarget {
-        let i = self.active_target.load(std::sync::atomic::Ordering::Acquire);
+        let i = self
+            .active_target
+            .load(std::sync::atomic::Ordering::Acquire);
         &self.targets[i.min(self.targets.len() - 1)]
     }
 
@@ -248,7 +253,11 @@ impl Agent {
                 append(&mut turn, sink, Message::user(GRACE_NOTE));
             }
             let tools: &[ToolSchema] = if grace { &[] } else { &self.schemas };
-            if !grace && self.auto_compress(&mut turn, last_prompt, sink, &cancel).await {
+            if !grace
+                && self
+                    .auto_compress(&mut turn, last_prompt, sink, &cancel)
+                    .await
+            {
                 last_prompt = None;
             }
             sink.emit(AgentEvent::ModelCallStarted {
@@ -276,12 +285,15 @@ impl Agent {
                             "the conversation is too long for this model".into(),
                         ));
                         // Compress and try once more; the failed call does not count.
-                        if !overflow_retried
-                            && let Some(c) = &self.compressor
-                        {
+                        if !overflow_retried && let Some(c) = &self.compressor {
                             overflow_retried = true;
                             let out = c
-                                .compress_overflow(&self.system_prompt, tools, &turn.messages, &cancel)
+                                .compress_overflow(
+                                    &self.system_prompt,
+                                    tools,
+                                    &turn.messages,
+                                    &cancel,
+                                )
                                 .await;
                             if out.tokens_after < out.tokens_before {
                                 apply_compression(&mut turn, out, sink);
@@ -340,11 +352,14 @@ impl Agent {
                 .with_reasoning(reasoning)
                 .with_reasoning_details(details),
             );
-            let results =
-                executor::execute(&planned, &ctx, sink, self.options.max_parallel_tools).await;
-            for result in results {
-                append(&mut turn, sink, result);
-            }
+            executor::execute(
+                &planned,
+                &ctx,
+                sink,
+                self.options.max_parallel_tools,
+                &mut |result| append(&mut turn, sink, result),
+            )
+            .await;
 
             if cancel.is_cancelled() {
                 turn.interrupted = true;
@@ -381,10 +396,15 @@ impl Agent {
         // rough estimate refined by the tokenizer when it comes close.
         let estimate = match last_prompt {
             Some((tokens, seen)) if seen <= turn.messages.len() => {
-                tokens + turn.messages[seen..].iter().map(tokens::rough_message).sum::<u64>()
+                tokens
+                    + turn.messages[seen..]
+                        .iter()
+                        .map(tokens::rough_message)
+                        .sum::<u64>()
             }
             _ => {
-                let rough = tokens::rough_request(&self.system_prompt, &self.schemas, &turn.messages);
+                let rough =
+                    tokens::rough_request(&self.system_prompt, &self.schemas, &turn.messages);
                 if c.should_compress(rough) {
                     tokens::exact_request(&self.system_prompt, &self.schemas, &turn.messages)
                 } else {
@@ -396,7 +416,13 @@ impl Agent {
             return false;
         }
         let out = c
-            .compress(&self.system_prompt, &self.schemas, &turn.messages, None, cancel)
+            .compress(
+                &self.system_prompt,
+                &self.schemas,
+                &turn.messages,
+                None,
+                cancel,
+            )
             .await;
         apply_compression(turn, out, sink);
         true

@@ -35,26 +35,41 @@ pub(crate) enum Action {
     Reject(String),
 }
 
-/// Runs the planned calls and returns one tool message per call, in call order.
+/// Runs the planned calls and hands over one tool message per call, in call order, each as
+/// soon as it and every call before it have finished (so persistence commits a result while
+/// later calls still run).
 pub(crate) async fn execute(
     calls: &[PlannedCall],
     ctx: &ToolContext,
     sink: &dyn EventSink,
     max_parallel: usize,
-) -> Vec<Message> {
-    let mut results = Vec::with_capacity(calls.len());
+    on_result: &mut dyn FnMut(Message),
+) {
     for batch in plan_batches(calls, ctx) {
-        let outcomes: Vec<String> =
+        let mut outcomes =
             futures_util::stream::iter(batch.iter().map(|&i| run_one(&calls[i], ctx, sink)))
-                .buffered(max_parallel.max(1))
-                .collect()
-                .await;
-        for (&i, content) in batch.iter().zip(outcomes) {
-            let call = &calls[i].call;
-            results.push(Message::tool_result(&call.id, &call.name, content));
+                .buffered(max_parallel.max(1));
+        let mut order = batch.iter();
+        while let Some(content) = outcomes.next().await {
+            if let Some(&i) = order.next() {
+                let call = &calls[i].call;
+                on_result(Message::tool_result(&call.id, &call.name, content));
+            }
         }
     }
-    results
+}
+
+/// [`execute`] collecting the messages (tests).
+#[cfg(test)]
+async fn execute_all(
+    calls: &[PlannedCall],
+    ctx: &ToolContext,
+    sink: &dyn EventSink,
+    max_parallel: usize,
+) -> Vec<Message> {
+    let mut out = Vec::new();
+    execute(calls, ctx, sink, max_parallel, &mut |m| out.push(m)).await;
+    out
 }
 
 /// Splits calls (by index, in order) into batches whose members may run concurrently.
@@ -241,7 +256,7 @@ mod tests {
             })
             .collect();
         let started = tokio::time::Instant::now();
-        let results = execute(&calls, &ctx, &crate::NoEvents, 8).await;
+        let results = execute_all(&calls, &ctx, &crate::NoEvents, 8).await;
         // 10 calls of ~1 s, 8 at a time: two waves, not ten.
         assert!(
             started.elapsed() < Duration::from_millis(2100),
@@ -273,7 +288,7 @@ mod tests {
             },
             planned(&reader, "c", json!({"id": 3, "path": "/y", "fail": true})),
         ];
-        let results = execute(&calls, &ctx, &crate::NoEvents, 8).await;
+        let results = execute_all(&calls, &ctx, &crate::NoEvents, 8).await;
         assert_eq!(
             results[1].content,
             r#"{"error":"Tool 'nope' does not exist."}"#

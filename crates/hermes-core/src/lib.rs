@@ -5,8 +5,8 @@
 //! Frontends watch it through an [`EventSink`].
 
 mod agent;
-pub mod compress;
 mod budget;
+pub mod compress;
 mod events;
 mod executor;
 mod history;
@@ -18,7 +18,7 @@ pub mod repair;
 pub mod session_search;
 
 pub use agent::{Agent, AgentOptions};
-pub use model_call::ModelTarget;
 pub use budget::IterationBudget;
 pub use events::{EventSink, NoEvents};
 pub use history::close_dangling_tool_calls;
+pub use model_call::ModelTarget;

@@ -78,7 +78,8 @@ impl ModelCall<'_> {
     fn fall_back(&self) -> Option<&ModelTarget> {
         let i = self.active.load(std::sync::atomic::Ordering::Acquire);
         let next = self.targets.get(i + 1)?;
-        self.active.store(i + 1, std::sync::atomic::Ordering::Release);
+        self.active
+            .store(i + 1, std::sync::atomic::Ordering::Release);
         Some(next)
     }
 
@@ -116,7 +117,10 @@ impl ModelCall<'_> {
                 max_tokens: self.max_tokens,
                 temperature: self.temperature,
             };
-            match self.attempt(target.provider.as_ref(), &request, sink, cancel).await {
+            match self
+                .attempt(target.provider.as_ref(), &request, sink, cancel)
+                .await
+            {
                 Attempt::Done(mut response) => {
                     response.text.insert_str(0, &kept_text);
                     response.reasoning.insert_str(0, &kept_reasoning);

@@ -251,3 +251,36 @@ async fn history_carries_over_and_the_chat_facade_keeps_it() {
         .collect();
     assert_eq!(contents, ["You are a test agent.", "one", "first", "two"]);
 }
+
+/// Regression: tool results were announced (and so persisted) only after every call of the
+/// round had finished; a crash during a slow second call lost the first call's result.
+#[tokio::test]
+async fn each_tool_result_is_announced_before_the_next_call_starts() {
+    let server = MockServer::start(Script::new(vec![
+        Reply::tool_calls(vec![
+            ("terminal", json!({"command": "echo first"})),
+            ("terminal", json!({"command": "echo second"})),
+        ])
+        .into(),
+        Turn::text("done"),
+    ]));
+    let tmp = tempfile::tempdir().unwrap();
+    let agent = agent(&server, tmp.path(), fast_options());
+    let rec = Recorder::default();
+    agent
+        .run_turn("go", Vec::new(), &rec, CancellationToken::new())
+        .await;
+    let events = rec.events();
+    let first_result = events
+        .iter()
+        .position(|e| matches!(e, AgentEvent::MessageAdded(m) if m.tool_call_id.as_deref() == Some("call_0_0")))
+        .unwrap();
+    let second_start = events
+        .iter()
+        .position(|e| matches!(e, AgentEvent::ToolStarted { call_id, .. } if call_id == "call_0_1"))
+        .unwrap();
+    assert!(
+        first_result < second_start,
+        "result of call 1 at {first_result}, call 2 started at {second_start}"
+    );
+}

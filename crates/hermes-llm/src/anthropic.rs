@@ -66,7 +66,9 @@ impl Provider for Anthropic {
                 .await
                 .map_err(|e| LlmError::from_reqwest(&e, true))?;
             let events = wire::message_events(&bytes)?;
-            return Ok(Box::pin(futures_util::stream::iter(events.into_iter().map(Ok))));
+            return Ok(Box::pin(futures_util::stream::iter(
+                events.into_iter().map(Ok),
+            )));
         }
         Ok(decode_sse(response, wire::Decoder::default()))
     }

@@ -36,10 +36,17 @@ pub struct Bedrock {
 impl Bedrock {
     pub fn new(spec: &ProviderSpec, options: &ProviderOptions) -> Result<Self, LlmError> {
         let aws = options.aws.clone().unwrap_or_default();
-        let region = if aws.region.is_empty() { "us-east-1".to_string() } else { aws.region.clone() };
+        let region = if aws.region.is_empty() {
+            "us-east-1".to_string()
+        } else {
+            aws.region.clone()
+        };
         let auth = match (&spec.api_key, aws.access_key_id.is_empty()) {
             (Some(key), _) => Auth::Bearer(key.clone()),
-            (None, false) => Auth::SigV4(AwsCredentials { region: region.clone(), ..aws }),
+            (None, false) => Auth::SigV4(AwsCredentials {
+                region: region.clone(),
+                ..aws
+            }),
             (None, true) => {
                 return Err(LlmError::Config(
                     "Bedrock needs AWS_BEARER_TOKEN_BEDROCK, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_REGION)".into(),
@@ -115,7 +122,12 @@ fn amz_date_now() -> String {
         .unwrap_or(0);
     let (y, m, d) = crate::util::civil_from_days((secs / 86_400) as i64);
     let rem = secs % 86_400;
-    format!("{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 #[async_trait::async_trait]
@@ -131,7 +143,10 @@ impl Provider for Bedrock {
     async fn stream(&self, request: &ChatRequest<'_>) -> Result<EventStream, LlmError> {
         let body = serde_json::to_vec(&wire::request_body(request))
             .map_err(|e| LlmError::Config(format!("cannot encode the request: {e}")))?;
-        let path = format!("/model/{}/converse-stream", sigv4::encode_segment(request.model));
+        let path = format!(
+            "/model/{}/converse-stream",
+            sigv4::encode_segment(request.model)
+        );
         let headers = self.headers(&path, &body);
         let url = format!("{}{path}", self.base);
         let response = http::post_json(&self.client, &url, &headers, body).await?;
@@ -142,7 +157,9 @@ impl Provider for Bedrock {
 /// The event-stream body as stream events; a body that ends before `messageStop` is a cut.
 fn decode_event_stream(response: reqwest::Response) -> EventStream {
     struct St {
-        body: std::pin::Pin<Box<dyn futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
+        body: std::pin::Pin<
+            Box<dyn futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>,
+        >,
         frames: eventstream::FrameDecoder,
         decoder: wire::Decoder,
         queue: std::collections::VecDeque<Result<StreamEvent, LlmError>>,

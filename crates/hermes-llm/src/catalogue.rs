@@ -93,18 +93,31 @@ mod tests {
     fn the_data_file_parses_and_every_entry_is_sane() {
         assert!(catalogue().len() > 30);
         for (k, m) in catalogue() {
-            assert!(m.context >= 8_192 && m.max_output > 0 && m.max_output <= m.context, "{k}");
+            assert!(
+                m.context >= 8_192 && m.max_output > 0 && m.max_output <= m.context,
+                "{k}"
+            );
         }
     }
 
     #[test]
     fn ids_match_through_prefixes_dates_and_dots() {
         assert_eq!(context_window("anthropic/claude-sonnet-4.5"), 200_000);
-        assert_eq!(lookup("claude-sonnet-4-5-20250929").unwrap().input, Some(3.0));
-        assert_eq!(lookup("openai/gpt-5-mini").unwrap().input, Some(0.25), "longest key wins over gpt-5");
+        assert_eq!(
+            lookup("claude-sonnet-4-5-20250929").unwrap().input,
+            Some(3.0)
+        );
+        assert_eq!(
+            lookup("openai/gpt-5-mini").unwrap().input,
+            Some(0.25),
+            "longest key wins over gpt-5"
+        );
         assert_eq!(lookup("gemini-2.5-flash-lite").unwrap().input, Some(0.1));
         assert!(lookup("mock-model").is_none());
-        assert_eq!(context_window("us.anthropic.claude-sonnet-4-5-20250929-v1:0"), 200_000);
+        assert_eq!(
+            context_window("us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+            200_000
+        );
         assert_eq!(context_window("mock-model"), UNKNOWN_CONTEXT);
     }
 
@@ -121,6 +134,9 @@ mod tests {
         // 600k fresh * 3 + 400k * 0.3 + 100k * 15 = 1.8 + 0.12 + 1.5
         assert!((c - 3.42).abs() < 1e-9, "{c}");
         assert_eq!(cost("unknown-model", &usage), None);
-        assert_eq!(cost("hermes-4-70b", &usage).map(|c| (c * 1000.0).round()), Some(170.0));
+        assert_eq!(
+            cost("hermes-4-70b", &usage).map(|c| (c * 1000.0).round()),
+            Some(170.0)
+        );
     }
 }

@@ -208,7 +208,8 @@ fn classify_message(message: &str) -> Option<ErrorClass> {
         "no such model",
         "unknown model",
         "no endpoints found",
-    ]) || (m.contains("model") && (m.contains("does not exist") || m.contains("not found")))
+    ]) || (m.contains("model")
+        && (m.contains("does not exist") || m.contains("not found")))
     {
         Some(ErrorClass::ModelNotFound)
     } else if any(&[
@@ -360,12 +361,21 @@ mod tests {
 
     #[test]
     fn error_bodies_of_every_shape_are_readable() {
-        assert_eq!(error_message(br#"{"error":{"message":"Incorrect API key"}}"#, 401), "Incorrect API key");
+        assert_eq!(
+            error_message(br#"{"error":{"message":"Incorrect API key"}}"#, 401),
+            "Incorrect API key"
+        );
         assert_eq!(error_message(br#"{"error":"bad"}"#, 400), "bad");
         assert_eq!(error_message(b"", 502), "Bad Gateway");
-        assert_eq!(error_message(b"<html>oops</html>", 500), "<html>oops</html>");
         assert_eq!(
-            error_message(br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#, 529),
+            error_message(b"<html>oops</html>", 500),
+            "<html>oops</html>"
+        );
+        assert_eq!(
+            error_message(
+                br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+                529
+            ),
             "Overloaded"
         );
     }

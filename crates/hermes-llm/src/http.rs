@@ -33,7 +33,10 @@ pub(crate) async fn post_json(
     let mut request = client
         .post(url)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .header(reqwest::header::ACCEPT, "text/event-stream, application/json")
+        .header(
+            reqwest::header::ACCEPT,
+            "text/event-stream, application/json",
+        )
         .body(body);
     for (name, value) in headers {
         request = request.header(*name, value);

@@ -85,14 +85,20 @@ pub fn build_provider_with(
     options: &ProviderOptions,
 ) -> Result<Arc<dyn Provider>, LlmError> {
     match spec.wire {
-        WireFormat::OpenAiChat => Ok(Arc::new(openai_chat::OpenAiChat::new(spec, &options.timeouts)?)),
+        WireFormat::OpenAiChat => Ok(Arc::new(openai_chat::OpenAiChat::new(
+            spec,
+            &options.timeouts,
+        )?)),
         WireFormat::Anthropic => Ok(Arc::new(anthropic::Anthropic::new(spec, options)?)),
-        WireFormat::Responses => Ok(Arc::new(openai_responses::OpenAiResponses::new(spec, options)?)),
+        WireFormat::Responses => Ok(Arc::new(openai_responses::OpenAiResponses::new(
+            spec, options,
+        )?)),
         #[cfg(feature = "bedrock")]
         WireFormat::Bedrock => Ok(Arc::new(bedrock::Bedrock::new(spec, options)?)),
         #[cfg(not(feature = "bedrock"))]
         WireFormat::Bedrock => Err(LlmError::Config(
-            "this hermes was built without AWS Bedrock support; rebuild with `--features bedrock`".into(),
+            "this hermes was built without AWS Bedrock support; rebuild with `--features bedrock`"
+                .into(),
         )),
     }
 }

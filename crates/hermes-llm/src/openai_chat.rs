@@ -54,7 +54,9 @@ impl Provider for OpenAiChat {
                 .await
                 .map_err(|e| LlmError::from_reqwest(&e, true))?;
             let events = wire::completion_events(&bytes)?;
-            return Ok(Box::pin(futures_util::stream::iter(events.into_iter().map(Ok))));
+            return Ok(Box::pin(futures_util::stream::iter(
+                events.into_iter().map(Ok),
+            )));
         }
         Ok(decode_sse(response, ChatDecoder::default()))
     }

@@ -91,7 +91,12 @@ type StateFile = BTreeMap<String, BTreeMap<String, KeyState>>;
 
 impl CredentialPool {
     /// A pool over `keys` (deduplicated, order kept). `state_path` persists cooldowns.
-    pub fn new(provider: &str, keys: Vec<String>, strategy: Strategy, state_path: Option<PathBuf>) -> Self {
+    pub fn new(
+        provider: &str,
+        keys: Vec<String>,
+        strategy: Strategy,
+        state_path: Option<PathBuf>,
+    ) -> Self {
         let mut unique: Vec<String> = Vec::new();
         for k in keys.into_iter().filter(|k| !k.trim().is_empty()) {
             if !unique.contains(&k) {
@@ -135,14 +140,20 @@ impl CredentialPool {
             Strategy::FillFirst => usable.first().copied(),
             Strategy::RoundRobin => {
                 let c = st.cursor;
-                let next = usable.iter().copied().find(|&i| i >= c).or(usable.first().copied());
+                let next = usable
+                    .iter()
+                    .copied()
+                    .find(|&i| i >= c)
+                    .or(usable.first().copied());
                 if let Some(i) = next {
                     st.cursor = i + 1;
                 }
                 next
             }
-            Strategy::Random => (!usable.is_empty())
-                .then(|| usable[(crate::retry::jitter_random() * usable.len() as f64) as usize % usable.len()]),
+            Strategy::Random => (!usable.is_empty()).then(|| {
+                usable
+                    [(crate::retry::jitter_random() * usable.len() as f64) as usize % usable.len()]
+            }),
             Strategy::LeastUsed => usable.iter().copied().min_by_key(|&i| st.keys[i].uses),
         }?;
         st.keys[chosen].uses += 1;
@@ -256,12 +267,22 @@ impl Provider for PooledProvider {
 
     fn rotate_credential(&self, error: &LlmError) -> Option<String> {
         let class = error.class();
-        if !matches!(class, ErrorClass::Auth | ErrorClass::RateLimit | ErrorClass::Billing) || self.pool.len() < 2 {
+        if !matches!(
+            class,
+            ErrorClass::Auth | ErrorClass::RateLimit | ErrorClass::Billing
+        ) || self.pool.len() < 2
+        {
             return None;
         }
         self.pool
             .report_failure(class, error.retry_after())
-            .then(|| format!("switching to another `{}` API key after {}", self.pool.provider, class.as_str()))
+            .then(|| {
+                format!(
+                    "switching to another `{}` API key after {}",
+                    self.pool.provider,
+                    class.as_str()
+                )
+            })
     }
 }
 
@@ -292,7 +313,12 @@ mod tests {
     fn failures_cool_a_key_down_and_persist() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("credential_pool.json");
-        let p = CredentialPool::new("openrouter", keys(2), Strategy::FillFirst, Some(path.clone()));
+        let p = CredentialPool::new(
+            "openrouter",
+            keys(2),
+            Strategy::FillFirst,
+            Some(path.clone()),
+        );
         assert_eq!(p.pick().unwrap().1, "k0");
         assert!(p.report_failure(ErrorClass::Auth, None));
         assert_eq!(p.pick().unwrap().1, "k1");
@@ -308,8 +334,17 @@ mod tests {
     #[test]
     fn cooldowns_follow_the_error_class() {
         assert_eq!(cooldown(ErrorClass::Auth, None), Duration::from_secs(300));
-        assert_eq!(cooldown(ErrorClass::RateLimit, None), Duration::from_secs(3600));
-        assert_eq!(cooldown(ErrorClass::RateLimit, Some(Duration::from_secs(7))), Duration::from_secs(7));
-        assert_eq!(cooldown(ErrorClass::Billing, None), Duration::from_secs(3600));
+        assert_eq!(
+            cooldown(ErrorClass::RateLimit, None),
+            Duration::from_secs(3600)
+        );
+        assert_eq!(
+            cooldown(ErrorClass::RateLimit, Some(Duration::from_secs(7))),
+            Duration::from_secs(7)
+        );
+        assert_eq!(
+            cooldown(ErrorClass::Billing, None),
+            Duration::from_secs(3600)
+        );
     }
 }

@@ -417,7 +417,11 @@ pub fn resolve_with(
     let wire = named(&config.api_mode)
         .filter(|_| config_applies)
         .and_then(|m| WireFormat::parse(&m))
-        .or_else(|| (preset.id == "custom").then(|| WireFormat::from_base_url(&base_url)).flatten())
+        .or_else(|| {
+            (preset.id == "custom")
+                .then(|| WireFormat::from_base_url(&base_url))
+                .flatten()
+        })
         .unwrap_or(preset.wire);
 
     Ok(ProviderSpec {
@@ -439,11 +443,20 @@ fn resolve_named(
     cli: &Overrides,
     chosen_by: String,
 ) -> Result<ProviderSpec, ResolveError> {
-    let pick = |v: &Option<String>| v.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(str::to_string);
-    let config_applies = pick(&config.provider).is_some_and(|p| find_named(std::slice::from_ref(entry), &p).is_some());
+    let pick = |v: &Option<String>| {
+        v.as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    let config_applies = pick(&config.provider)
+        .is_some_and(|p| find_named(std::slice::from_ref(entry), &p).is_some());
     let base_url = pick(&cli.base_url).unwrap_or_else(|| entry.base_url.clone());
     let (api_key, key_source) = match (&entry.api_key, &entry.key_env) {
-        (Some(k), _) => (Some(k.clone()), Some(format!("custom provider `{}` api_key", entry.name))),
+        (Some(k), _) => (
+            Some(k.clone()),
+            Some(format!("custom provider `{}` api_key", entry.name)),
+        ),
         (None, Some(var)) => (env.var(var), Some(var.clone())),
         (None, None) => (None, None),
     };
@@ -692,7 +705,10 @@ mod tests {
     fn anthropic_and_named_providers_and_api_mode() {
         let env = Environment::isolated([("ANTHROPIC_API_KEY", "sk-ant")]);
         let spec = resolve(&ModelSettings::default(), &env, &Overrides::default()).unwrap();
-        assert_eq!((spec.provider.as_str(), spec.wire), ("anthropic", WireFormat::Anthropic));
+        assert_eq!(
+            (spec.provider.as_str(), spec.wire),
+            ("anthropic", WireFormat::Anthropic)
+        );
         assert_eq!(spec.base_url, "https://api.anthropic.com");
 
         let raw: serde_json::Value = serde_json::json!({
@@ -703,15 +719,29 @@ mod tests {
         assert_eq!(named.len(), 2);
         let s = settings(Some("work-proxy"), None, None, None);
         let spec = resolve_with(&s, &no_env(), &Overrides::default(), &named).unwrap();
-        assert_eq!((spec.wire, spec.model.as_str(), spec.api_key.as_deref()), (WireFormat::Responses, "gpt-5.1-codex", Some("k")));
+        assert_eq!(
+            (spec.wire, spec.model.as_str(), spec.api_key.as_deref()),
+            (WireFormat::Responses, "gpt-5.1-codex", Some("k"))
+        );
         let env = Environment::isolated([("MM_KEY", "mm")]);
         let s = settings(Some("custom:minimax"), None, None, None);
         let spec = resolve_with(&s, &env, &Overrides::default(), &named).unwrap();
-        assert_eq!((spec.wire, spec.api_key.as_deref()), (WireFormat::Anthropic, Some("mm")));
+        assert_eq!(
+            (spec.wire, spec.api_key.as_deref()),
+            (WireFormat::Anthropic, Some("mm"))
+        );
 
-        let mut s = settings(Some("custom"), Some("http://127.0.0.1:1/v1"), None, Some("m"));
+        let mut s = settings(
+            Some("custom"),
+            Some("http://127.0.0.1:1/v1"),
+            None,
+            Some("m"),
+        );
         s.api_mode = Some("anthropic_messages".into());
-        assert_eq!(resolve(&s, &no_env(), &Overrides::default()).unwrap().wire, WireFormat::Anthropic);
+        assert_eq!(
+            resolve(&s, &no_env(), &Overrides::default()).unwrap().wire,
+            WireFormat::Anthropic
+        );
         let s = settings(Some("nope"), None, None, None);
         let err = resolve_with(&s, &no_env(), &Overrides::default(), &named).unwrap_err();
         assert!(err.to_string().contains("Work Proxy"), "{err}");

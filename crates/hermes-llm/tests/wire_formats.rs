@@ -6,7 +6,8 @@
 
 use futures_util::StreamExt;
 use hermes_llm::{
-    AssistantResponse, ChatRequest, LlmError, ProviderOptions, ProviderSpec, ResponseAccumulator, WireFormat,
+    AssistantResponse, ChatRequest, LlmError, ProviderOptions, ProviderSpec, ResponseAccumulator,
+    WireFormat,
 };
 use hermes_protocol::{FinishReason, Message, ToolCall, ToolSchema};
 use hermes_testkit::{Fault, MockServer, MockUsage, Reply, Script, Turn};
@@ -29,14 +30,32 @@ fn spec(server: &MockServer, wire: WireFormat) -> ProviderSpec {
 }
 
 fn tools() -> Vec<ToolSchema> {
-    vec![ToolSchema { name: "terminal".into(), description: "Run".into(), parameters: json!({"type": "object"}) }]
+    vec![ToolSchema {
+        name: "terminal".into(),
+        description: "Run".into(),
+        parameters: json!({"type": "object"}),
+    }]
 }
 
-async fn call(server: &MockServer, wire: WireFormat, messages: &[Message]) -> Result<AssistantResponse, LlmError> {
-    let options = ProviderOptions { cache_ttl: Some("1h".into()), ..ProviderOptions::default() };
+async fn call(
+    server: &MockServer,
+    wire: WireFormat,
+    messages: &[Message],
+) -> Result<AssistantResponse, LlmError> {
+    let options = ProviderOptions {
+        cache_ttl: Some("1h".into()),
+        ..ProviderOptions::default()
+    };
     let provider = hermes_llm::build_provider_with(&spec(server, wire), &options).unwrap();
     let tools = tools();
-    let req = ChatRequest { model: "claude-sonnet-4-5", system: "be brief", messages, tools: &tools, max_tokens: None, temperature: None };
+    let req = ChatRequest {
+        model: "claude-sonnet-4-5",
+        system: "be brief",
+        messages,
+        tools: &tools,
+        max_tokens: None,
+        temperature: None,
+    };
     let mut stream = provider.stream(&req).await?;
     let mut acc = ResponseAccumulator::new();
     while let Some(ev) = stream.next().await {
@@ -45,21 +64,36 @@ async fn call(server: &MockServer, wire: WireFormat, messages: &[Message]) -> Re
     Ok(acc.finish())
 }
 
-const WIRES: [WireFormat; 3] = [WireFormat::OpenAiChat, WireFormat::Anthropic, WireFormat::Responses];
+const WIRES: [WireFormat; 3] = [
+    WireFormat::OpenAiChat,
+    WireFormat::Anthropic,
+    WireFormat::Responses,
+];
 
 #[tokio::test]
 async fn text_reasoning_and_usage_in_every_format() {
     for wire in WIRES {
-        let usage = MockUsage { prompt_tokens: 1000, completion_tokens: 20, cached_tokens: 600 };
+        let usage = MockUsage {
+            prompt_tokens: 1000,
+            completion_tokens: 20,
+            cached_tokens: 600,
+        };
         let server = MockServer::start(Script::new(vec![
-            Reply::text("Hello from the mock.").with_reasoning("thinking it over").with_usage(usage).into(),
+            Reply::text("Hello from the mock.")
+                .with_reasoning("thinking it over")
+                .with_usage(usage)
+                .into(),
         ]));
         let r = call(&server, wire, &[Message::user("hi")]).await.unwrap();
         assert_eq!(r.text, "Hello from the mock.", "{wire:?}");
         assert_eq!(r.reasoning, "thinking it over", "{wire:?}");
         assert_eq!(r.finish_reason, Some(FinishReason::Stop), "{wire:?}");
         let u = r.usage.unwrap();
-        assert_eq!((u.input_tokens, u.output_tokens, u.cache_read_tokens), (1000, 20, 600), "{wire:?}");
+        assert_eq!(
+            (u.input_tokens, u.output_tokens, u.cache_read_tokens),
+            (1000, 20, 600),
+            "{wire:?}"
+        );
     }
 }
 
@@ -67,7 +101,11 @@ async fn text_reasoning_and_usage_in_every_format() {
 async fn parallel_tool_calls_in_every_format() {
     for wire in WIRES {
         let server = MockServer::start(Script::new(vec![
-            Reply::tool_calls(vec![("terminal", json!({"command": "ls"})), ("terminal", json!({"command": "pwd"}))]).into(),
+            Reply::tool_calls(vec![
+                ("terminal", json!({"command": "ls"})),
+                ("terminal", json!({"command": "pwd"})),
+            ])
+            .into(),
         ]));
         let r = call(&server, wire, &[Message::user("go")]).await.unwrap();
         assert_eq!(r.finish_reason, Some(FinishReason::ToolCalls), "{wire:?}");
@@ -76,7 +114,14 @@ async fn parallel_tool_calls_in_every_format() {
             .iter()
             .map(|c| (c.id.as_str(), serde_json::from_str(&c.arguments).unwrap()))
             .collect();
-        assert_eq!(calls, vec![("call_0_0", json!({"command": "ls"})), ("call_0_1", json!({"command": "pwd"}))], "{wire:?}");
+        assert_eq!(
+            calls,
+            vec![
+                ("call_0_0", json!({"command": "ls"})),
+                ("call_0_1", json!({"command": "pwd"}))
+            ],
+            "{wire:?}"
+        );
     }
 }
 
@@ -84,7 +129,14 @@ async fn parallel_tool_calls_in_every_format() {
 async fn tool_results_are_sent_in_each_formats_shape() {
     let history = vec![
         Message::user("go"),
-        Message::assistant_with_tools("", vec![ToolCall { id: "c1".into(), name: "terminal".into(), arguments: "{\"command\":\"ls\"}".into() }]),
+        Message::assistant_with_tools(
+            "",
+            vec![ToolCall {
+                id: "c1".into(),
+                name: "terminal".into(),
+                arguments: "{\"command\":\"ls\"}".into(),
+            }],
+        ),
         Message::tool_result("c1", "terminal", "a.txt"),
     ];
     for wire in WIRES {
@@ -93,7 +145,9 @@ async fn tool_results_are_sent_in_each_formats_shape() {
         let req = &server.requests()[0];
         let body = &req.body;
         match wire {
-            WireFormat::Bedrock => unreachable!("Bedrock is covered by recorded frames in src/bedrock"),
+            WireFormat::Bedrock => {
+                unreachable!("Bedrock is covered by recorded frames in src/bedrock")
+            }
             WireFormat::OpenAiChat => {
                 assert_eq!(body["messages"][3]["tool_call_id"], "c1");
                 assert_eq!(req.header("authorization"), Some("Bearer sk-test"));
@@ -112,7 +166,10 @@ async fn tool_results_are_sent_in_each_formats_shape() {
                 assert_eq!(req.path, "/v1/responses");
                 assert_eq!(body["instructions"], "be brief");
                 assert_eq!(body["input"][1]["type"], "function_call");
-                assert_eq!(body["input"][2], json!({"type": "function_call_output", "call_id": "c1", "output": "a.txt"}));
+                assert_eq!(
+                    body["input"][2],
+                    json!({"type": "function_call_output", "call_id": "c1", "output": "a.txt"})
+                );
                 assert_eq!(body["tools"][0]["name"], "terminal");
             }
         }
@@ -123,21 +180,36 @@ async fn tool_results_are_sent_in_each_formats_shape() {
 async fn errors_and_cut_streams_in_every_format() {
     for wire in WIRES {
         let server = MockServer::start(Script::new(vec![Fault::http(529, "Overloaded").into()]));
-        let err = call(&server, wire, &[Message::user("hi")]).await.unwrap_err();
+        let err = call(&server, wire, &[Message::user("hi")])
+            .await
+            .unwrap_err();
         assert_eq!(err.to_string(), "HTTP 529: Overloaded", "{wire:?}");
         assert_eq!(err.class(), hermes_llm::ErrorClass::Overloaded);
 
         let server = MockServer::start(Script::new(vec![
-            Fault::drop_mid_stream(4, Reply::text("a long answer that will be cut").with_chunk_size(3)).into(),
+            Fault::drop_mid_stream(
+                4,
+                Reply::text("a long answer that will be cut").with_chunk_size(3),
+            )
+            .into(),
         ]));
-        let err = call(&server, wire, &[Message::user("hi")]).await.unwrap_err();
+        let err = call(&server, wire, &[Message::user("hi")])
+            .await
+            .unwrap_err();
         assert!(err.is_stream_cut(), "{wire:?}: {err}");
     }
 }
 
 #[tokio::test]
 async fn thinking_blocks_come_back_as_reasoning_details() {
-    let server = MockServer::start(Script::new(vec![Reply::text("ok").with_reasoning("plan").into()]));
-    let r = call(&server, WireFormat::Anthropic, &[Message::user("hi")]).await.unwrap();
-    assert_eq!(r.reasoning_details, vec![json!({"type": "thinking", "thinking": "plan", "signature": "sig-mock"})]);
+    let server = MockServer::start(Script::new(vec![
+        Reply::text("ok").with_reasoning("plan").into(),
+    ]));
+    let r = call(&server, WireFormat::Anthropic, &[Message::user("hi")])
+        .await
+        .unwrap();
+    assert_eq!(
+        r.reasoning_details,
+        vec![json!({"type": "thinking", "thinking": "plan", "signature": "sig-mock"})]
+    );
 }

@@ -336,6 +336,34 @@ impl Store {
     }
 
     /// Every message of the session in the order written, partial rows included.
+    /// The messages the conversation continues from: all but those an in-place compression
+    /// replaced.
+    pub fn active_messages(&self, session_id: &str) -> Result<Vec<StoredMessage>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 AND active = 1 ORDER BY id"
+            ))
+            .map_err(|e| self.read_error(e))?;
+        let rows = stmt
+            .query_map([session_id], stored_message)
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(|e| self.read_error(e))?;
+        Ok(rows.into_iter().flatten().collect())
+    }
+
+    /// Marks every message of the session inactive (an in-place compression is about to write
+    /// the compressed conversation); they stay searchable. Returns how many.
+    pub fn deactivate_messages(&mut self, session_id: &str) -> Result<usize, StoreError> {
+        self.write(|tx| {
+            tx.execute(
+                "UPDATE messages SET active = 0 WHERE session_id = ?1 AND active = 1",
+                params![session_id],
+            )
+        })
+    }
+
+    /// Every message of the session, in order (including those a compression replaced).
     pub fn messages(&self, session_id: &str) -> Result<Vec<StoredMessage>, StoreError> {
         let mut stmt = self
             .conn
@@ -355,7 +383,7 @@ impl Store {
     /// for the caller to close.)
     pub fn conversation(&self, session_id: &str) -> Result<Vec<Message>, StoreError> {
         Ok(self
-            .messages(session_id)?
+            .active_messages(session_id)?
             .into_iter()
             .filter(|m| !(m.partial && m.message.content.is_empty()))
             .map(|m| m.message)

@@ -15,13 +15,23 @@ struct Migration {
 }
 
 /// Every migration, in order. Never edit a released one: add the next.
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    sql: V1,
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        sql: V1,
+    },
+    Migration {
+        version: 2,
+        sql: V2,
+    },
+];
 
 /// The newest schema this build knows.
-pub const LATEST_VERSION: i64 = 1;
+pub const LATEST_VERSION: i64 = 2;
+
+/// Version 2: messages replaced by an in-place compression stay (searchable, exportable) but
+/// are no longer part of the conversation the agent continues from.
+const V2: &str = "ALTER TABLE messages ADD COLUMN active INTEGER NOT NULL DEFAULT 1;";
 
 /// What [`inspect`] found in a file's header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -51,26 +51,12 @@ pub fn relative_age(ts: f64, now: f64) -> String {
 /// (`YYYY-MM-DD`, `HH:MM:SS`) in UTC.
 fn civil(ts: f64) -> (String, String) {
     let secs = ts.max(0.0) as i64;
-    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
+    let (y, m, d) = hermes_protocol::time::civil_from_days(secs.div_euclid(86_400));
     let day = secs.rem_euclid(86_400);
     (
         format!("{y:04}-{m:02}-{d:02}"),
         format!("{:02}:{:02}:{:02}", day / 3_600, day % 3_600 / 60, day % 60),
     )
-}
-
-/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
 #[cfg(test)]

@@ -54,6 +54,7 @@ enum Command {
     Flush(Sender<Option<StoreError>>),
     End(String),
     Truncate(usize),
+    Deactivate,
 }
 
 /// The handle the frontend holds. Dropping it commits what is queued and stops the thread.
@@ -139,6 +140,12 @@ impl SessionWriter {
     /// `/retry`); a streamed answer still open is dropped with them.
     pub fn truncate(&self, keep: usize) {
         self.send(Command::Truncate(keep));
+    }
+
+    /// Marks the session's messages so far inactive (an in-place compression follows with the
+    /// compressed conversation); a streamed answer still open is sealed first.
+    pub fn deactivate_all(&self) {
+        self.send(Command::Deactivate);
     }
 
     /// Marks the session ended with `reason` (when it exists).
@@ -374,6 +381,14 @@ impl Worker {
                 self.seal();
                 self.settle();
                 self.end(&reason);
+            }
+            Command::Deactivate => {
+                self.seal();
+                self.settle();
+                let id = self.session_id.clone();
+                if self.pending.is_none() {
+                    self.with_store(|s| s.deactivate_messages(&id).map(drop));
+                }
             }
             Command::Truncate(keep) => {
                 self.partial = None;

@@ -5,7 +5,9 @@
 
 use serde_json::{Value, json};
 
-use crate::openai_sse::{DEFAULT_CHUNK_SIZE, RenderCtx, effective_usage, split_chars, tool_call_id};
+use crate::openai_sse::{
+    DEFAULT_CHUNK_SIZE, RenderCtx, effective_usage, split_chars, tool_call_id,
+};
 use crate::script::Reply;
 
 fn stop_reason(reply: &Reply) -> &'static str {
@@ -103,7 +105,11 @@ pub fn stream_events(reply: &Reply, ctx: &RenderCtx) -> (Vec<String>, Vec<String
             .map(|p| json!({"type": "thinking_delta", "thinking": p}))
             .collect();
         deltas.push(json!({"type": "signature_delta", "signature": "sig-mock"}));
-        block(json!({"type": "thinking", "thinking": ""}), deltas, &mut body);
+        block(
+            json!({"type": "thinking", "thinking": ""}),
+            deltas,
+            &mut body,
+        );
     }
     if let Some(t) = &reply.content {
         let deltas = split_chars(t, size)

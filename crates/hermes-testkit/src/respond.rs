@@ -10,8 +10,8 @@ use tokio::io::AsyncWrite;
 
 use crate::http::{self, Request};
 use crate::openai_sse::{RenderCtx, StreamPlan, completion_json, sse_event};
-use crate::{anthropic_sse, responses_sse};
 use crate::script::{Exhausted, Fault, Reply, Script, Turn};
+use crate::{anthropic_sse, responses_sse};
 
 /// What a request resolved to when it was captured.
 #[derive(Debug)]
@@ -83,7 +83,11 @@ pub enum Api {
 impl Api {
     /// The API of a request target, if it is a model request.
     pub fn of_path(path: &str) -> Option<Api> {
-        let p = path.split('?').next().unwrap_or_default().trim_end_matches('/');
+        let p = path
+            .split('?')
+            .next()
+            .unwrap_or_default()
+            .trim_end_matches('/');
         if p.ends_with("/chat/completions") {
             Some(Api::OpenAiChat)
         } else if p.ends_with("/messages") {
@@ -263,7 +267,11 @@ async fn fault<W: AsyncWrite + Unpin>(
             }
             http::write_sse_head(w, false).await?;
             let body: Vec<String> = match chat.api {
-                Api::OpenAiChat => StreamPlan::new(&reply, &ctx).deltas.iter().map(sse_event).collect(),
+                Api::OpenAiChat => StreamPlan::new(&reply, &ctx)
+                    .deltas
+                    .iter()
+                    .map(sse_event)
+                    .collect(),
                 Api::AnthropicMessages => anthropic_sse::stream_events(&reply, &ctx).0,
                 Api::Responses => responses_sse::stream_events(&reply, &ctx).0,
             };

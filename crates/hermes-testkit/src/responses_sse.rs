@@ -5,7 +5,9 @@
 
 use serde_json::{Value, json};
 
-use crate::openai_sse::{DEFAULT_CHUNK_SIZE, RenderCtx, effective_usage, split_chars, tool_call_id};
+use crate::openai_sse::{
+    DEFAULT_CHUNK_SIZE, RenderCtx, effective_usage, split_chars, tool_call_id,
+};
 use crate::script::Reply;
 
 fn usage(reply: &Reply, ctx: &RenderCtx) -> Value {
@@ -23,18 +25,24 @@ fn usage(reply: &Reply, ctx: &RenderCtx) -> Value {
 fn output_items(reply: &Reply, ctx: &RenderCtx) -> Vec<Value> {
     let mut items = Vec::new();
     if let Some(r) = &reply.reasoning {
-        items.push(json!({"type": "reasoning", "id": format!("rs_{}", ctx.turn),
-                          "summary": [{"type": "summary_text", "text": r}]}));
+        items.push(
+            json!({"type": "reasoning", "id": format!("rs_{}", ctx.turn),
+                          "summary": [{"type": "summary_text", "text": r}]}),
+        );
     }
     if let Some(t) = &reply.content {
-        items.push(json!({"type": "message", "id": format!("msg_{}", ctx.turn), "role": "assistant",
+        items.push(
+            json!({"type": "message", "id": format!("msg_{}", ctx.turn), "role": "assistant",
                           "status": "completed",
-                          "content": [{"type": "output_text", "text": t, "annotations": []}]}));
+                          "content": [{"type": "output_text", "text": t, "annotations": []}]}),
+        );
     }
     for (i, c) in reply.tool_calls.iter().enumerate() {
-        items.push(json!({"type": "function_call", "id": format!("fc_{}_{i}", ctx.turn),
+        items.push(
+            json!({"type": "function_call", "id": format!("fc_{}_{i}", ctx.turn),
                           "call_id": tool_call_id(reply, ctx.turn, i), "name": c.name,
-                          "arguments": c.arguments, "status": "completed"}));
+                          "arguments": c.arguments, "status": "completed"}),
+        );
     }
     items
 }
@@ -76,7 +84,9 @@ fn event(data: Value) -> String {
 /// The SSE events of a streamed reply: `(body, finish)`.
 pub fn stream_events(reply: &Reply, ctx: &RenderCtx) -> (Vec<String>, Vec<String>) {
     let size = reply.chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE);
-    let mut body = vec![event(json!({"type": "response.created", "response": response_object(reply, ctx, false)}))];
+    let mut body = vec![event(
+        json!({"type": "response.created", "response": response_object(reply, ctx, false)}),
+    )];
     for (index, item) in output_items(reply, ctx).into_iter().enumerate() {
         let id = item["id"].clone();
         let mut added = item.clone();
@@ -84,38 +94,62 @@ pub fn stream_events(reply: &Reply, ctx: &RenderCtx) -> (Vec<String>, Vec<String
             Some("reasoning") => {
                 added["summary"] = json!([]);
                 body.push(event(json!({"type": "response.output_item.added", "output_index": index, "item": added})));
-                let text = item["summary"][0]["text"].as_str().unwrap_or("").to_string();
+                let text = item["summary"][0]["text"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string();
                 for p in split_chars(&text, size) {
-                    body.push(event(json!({"type": "response.reasoning_summary_text.delta", "item_id": id,
-                                           "output_index": index, "summary_index": 0, "delta": p})));
+                    body.push(event(
+                        json!({"type": "response.reasoning_summary_text.delta", "item_id": id,
+                                           "output_index": index, "summary_index": 0, "delta": p}),
+                    ));
                 }
             }
             Some("message") => {
                 added["content"] = json!([]);
                 body.push(event(json!({"type": "response.output_item.added", "output_index": index, "item": added})));
-                let text = item["content"][0]["text"].as_str().unwrap_or("").to_string();
+                let text = item["content"][0]["text"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string();
                 for p in split_chars(&text, size) {
-                    body.push(event(json!({"type": "response.output_text.delta", "item_id": id,
-                                           "output_index": index, "content_index": 0, "delta": p})));
+                    body.push(event(
+                        json!({"type": "response.output_text.delta", "item_id": id,
+                                           "output_index": index, "content_index": 0, "delta": p}),
+                    ));
                 }
-                body.push(event(json!({"type": "response.output_text.done", "item_id": id,
-                                       "output_index": index, "content_index": 0, "text": text})));
+                body.push(event(
+                    json!({"type": "response.output_text.done", "item_id": id,
+                                       "output_index": index, "content_index": 0, "text": text}),
+                ));
             }
             _ => {
                 let args = item["arguments"].as_str().unwrap_or("").to_string();
                 added["arguments"] = json!("");
                 body.push(event(json!({"type": "response.output_item.added", "output_index": index, "item": added})));
                 for p in split_chars(&args, size) {
-                    body.push(event(json!({"type": "response.function_call_arguments.delta", "item_id": id,
-                                           "output_index": index, "delta": p})));
+                    body.push(event(
+                        json!({"type": "response.function_call_arguments.delta", "item_id": id,
+                                           "output_index": index, "delta": p}),
+                    ));
                 }
-                body.push(event(json!({"type": "response.function_call_arguments.done", "item_id": id,
-                                       "output_index": index, "arguments": args})));
+                body.push(event(
+                    json!({"type": "response.function_call_arguments.done", "item_id": id,
+                                       "output_index": index, "arguments": args}),
+                ));
             }
         }
-        body.push(event(json!({"type": "response.output_item.done", "output_index": index, "item": item})));
+        body.push(event(
+            json!({"type": "response.output_item.done", "output_index": index, "item": item}),
+        ));
     }
-    let done_type = if reply.effective_finish_reason() == "length" { "response.incomplete" } else { "response.completed" };
-    let finish = vec![event(json!({"type": done_type, "response": response_object(reply, ctx, true)}))];
+    let done_type = if reply.effective_finish_reason() == "length" {
+        "response.incomplete"
+    } else {
+        "response.completed"
+    };
+    let finish = vec![event(
+        json!({"type": done_type, "response": response_object(reply, ctx, true)}),
+    )];
     (body, finish)
 }

@@ -147,7 +147,9 @@ impl Compressor {
         if !self.settings.enabled || prompt_tokens < self.threshold_tokens() {
             return false;
         }
-        let Ok(st) = self.state.lock() else { return false };
+        let Ok(st) = self.state.lock() else {
+            return false;
+        };
         !st.auto_disabled && st.cooldown_until.is_none_or(|t| Instant::now() >= t)
     }
 
@@ -253,7 +255,12 @@ impl Compressor {
 
     /// Steps 1-3 and 5 alone (no model call, no bookkeeping): old tool output pruned outside
     /// the protected head and tail, tool pairs repaired. What a failed summary falls back to.
-    pub fn prune_pass(&self, system: &str, tools: &[ToolSchema], messages: &[Message]) -> Compressed {
+    pub fn prune_pass(
+        &self,
+        system: &str,
+        tools: &[ToolSchema],
+        messages: &[Message],
+    ) -> Compressed {
         let tokens_before = tokens::rough_request(system, tools, messages);
         let mut working = messages.to_vec();
         let head_end = protect_head(&working, self.settings.protect_first_n);
@@ -290,7 +297,11 @@ impl Compressor {
 
     /// Counts weak passes; returns the one-time notice when automatic compression turns off.
     fn record_saving(&self, before: u64, after: u64) -> Option<String> {
-        let saving = if before == 0 { 0.0 } else { 1.0 - after as f64 / before as f64 };
+        let saving = if before == 0 {
+            0.0
+        } else {
+            1.0 - after as f64 / before as f64
+        };
         let mut st = self.state.lock().ok()?;
         if saving >= WEAK_SAVING {
             st.weak_passes = 0;

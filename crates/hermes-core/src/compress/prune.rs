@@ -4,8 +4,8 @@
 
 use std::collections::HashMap;
 
-use hermes_protocol::{Message, Role};
 use hermes_llm::util::thousands;
+use hermes_protocol::{Message, Role};
 use serde_json::Value;
 
 /// Results at most this long are kept as they are.
@@ -59,7 +59,10 @@ pub fn prune_tool_results(messages: &mut [Message], range: std::ops::Range<usize
     pruned
 }
 
-fn result_call<'a>(m: &Message, calls: &'a HashMap<String, (String, Value)>) -> Option<(&'a str, &'a Value)> {
+fn result_call<'a>(
+    m: &Message,
+    calls: &'a HashMap<String, (String, Value)>,
+) -> Option<(&'a str, &'a Value)> {
     if m.role != Role::Tool {
         return None;
     }
@@ -87,12 +90,22 @@ pub fn summarize(tool: &str, args: &Value, content: &str) -> String {
     let error = result.get("error").and_then(Value::as_str);
     let body = match tool {
         "terminal" => {
-            let out = result.get("output").and_then(Value::as_str).unwrap_or(content);
-            let lines = if out.is_empty() { 0 } else { out.lines().count() };
+            let out = result
+                .get("output")
+                .and_then(Value::as_str)
+                .unwrap_or(content);
+            let lines = if out.is_empty() {
+                0
+            } else {
+                out.lines().count()
+            };
             let code = result
                 .get("exit_code")
                 .map_or_else(|| "?".to_string(), |c| c.to_string());
-            format!("ran \"{}\" -> exit {code}, {lines} lines", short(arg(args, "command"), 80))
+            format!(
+                "ran \"{}\" -> exit {code}, {lines} lines",
+                short(arg(args, "command"), 80)
+            )
         }
         "read_file" => {
             let offset = args.get("offset").and_then(Value::as_u64).unwrap_or(1);
@@ -107,15 +120,27 @@ pub fn summarize(tool: &str, args: &Value, content: &str) -> String {
                 thousands(chars as u64)
             )
         }
-        "write_file" => format!("wrote {} ({} chars)", arg(args, "path"), thousands(arg(args, "content").len() as u64)),
-        "patch" => format!("patched {} ({} chars of diff)", arg(args, "path"), thousands(chars as u64)),
+        "write_file" => format!(
+            "wrote {} ({} chars)",
+            arg(args, "path"),
+            thousands(arg(args, "content").len() as u64)
+        ),
+        "patch" => format!(
+            "patched {} ({} chars of diff)",
+            arg(args, "path"),
+            thousands(chars as u64)
+        ),
         "search_files" => format!(
             "searched for \"{}\" in {} ({} chars of results)",
             short(arg(args, "pattern"), 60),
             args.get("path").and_then(Value::as_str).unwrap_or("."),
             thousands(chars as u64)
         ),
-        _ => format!("{} ({} chars of output)", short(&first_arg(args), 60), thousands(chars as u64)),
+        _ => format!(
+            "{} ({} chars of output)",
+            short(&first_arg(args), 60),
+            thousands(chars as u64)
+        ),
     };
     let tag = format!("[{tool}] ");
     match error {
@@ -133,7 +158,6 @@ fn first_arg(args: &Value) -> String {
         .to_string()
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,20 +165,37 @@ mod tests {
     use serde_json::json;
 
     fn call(id: &str, name: &str, args: Value) -> Message {
-        Message::assistant_with_tools("", vec![ToolCall { id: id.into(), name: name.into(), arguments: args.to_string() }])
+        Message::assistant_with_tools(
+            "",
+            vec![ToolCall {
+                id: id.into(),
+                name: name.into(),
+                arguments: args.to_string(),
+            }],
+        )
     }
 
     #[test]
     fn summaries_per_tool_kind() {
         let out = json!({"output": "line\n".repeat(312), "exit_code": 101}).to_string();
-        assert_eq!(summarize("terminal", &json!({"command": "cargo test"}), &out), "[terminal] ran \"cargo test\" -> exit 101, 312 lines");
+        assert_eq!(
+            summarize("terminal", &json!({"command": "cargo test"}), &out),
+            "[terminal] ran \"cargo test\" -> exit 101, 312 lines"
+        );
         let content: String = (1..=500).map(|i| format!("{i}|x\n")).collect();
         let out = json!({"content": content}).to_string();
         let line = summarize("read_file", &json!({"path": "src/lib.rs"}), &out);
-        assert!(line.starts_with("[read_file] read src/lib.rs lines 1-500 ("), "{line}");
+        assert!(
+            line.starts_with("[read_file] read src/lib.rs lines 1-500 ("),
+            "{line}"
+        );
         let line = summarize("mystery", &json!({"q": "abc"}), &"z".repeat(300));
         assert_eq!(line, "[mystery] abc (300 chars of output)");
-        let line = summarize("terminal", &json!({"command": "x"}), r#"{"error":"command timed out","exit_code":137,"output":""}"#);
+        let line = summarize(
+            "terminal",
+            &json!({"command": "x"}),
+            r#"{"error":"command timed out","exit_code":137,"output":""}"#,
+        );
         assert!(line.ends_with("error: command timed out"), "{line}");
     }
 
@@ -171,8 +212,14 @@ mod tests {
             Message::tool_result("3", "read_file", big.clone()),
         ];
         assert_eq!(prune_tool_results(&mut m, 0..5), 1);
-        assert_eq!(m[2].content, "[read_file] read a.rs again later; see the later result");
-        assert_eq!(m[4].content, r#"{"output":"short","exit_code":0}"#, "short results stay");
+        assert_eq!(
+            m[2].content,
+            "[read_file] read a.rs again later; see the later result"
+        );
+        assert_eq!(
+            m[4].content, r#"{"output":"short","exit_code":0}"#,
+            "short results stay"
+        );
         assert_eq!(m[6].content, big, "results in the protected tail stay");
     }
 }

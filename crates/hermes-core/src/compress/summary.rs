@@ -40,10 +40,17 @@ pub fn transcript(middle: &[Message], max_chars: usize) -> String {
             Role::Tool => format!("tool result ({})", m.name.as_deref().unwrap_or("?")),
         };
         if !m.content.is_empty() {
-            out.push_str(&format!("[{who}]: {}\n", clip(&m.content, MAX_MESSAGE_CHARS)));
+            out.push_str(&format!(
+                "[{who}]: {}\n",
+                clip(&m.content, MAX_MESSAGE_CHARS)
+            ));
         }
         for c in &m.tool_calls {
-            out.push_str(&format!("[assistant calls {}]: {}\n", c.name, clip(&c.arguments, 1_000)));
+            out.push_str(&format!(
+                "[assistant calls {}]: {}\n",
+                c.name,
+                clip(&c.arguments, 1_000)
+            ));
         }
     }
     clip(&out, max_chars)
@@ -57,7 +64,10 @@ fn clip(text: &str, max: usize) -> String {
     }
     let head: String = text.chars().take(max * 2 / 3).collect();
     let tail: String = text.chars().skip(n - max / 3).collect();
-    format!("{head}\n[... {} characters left out ...]\n{tail}", n - head.chars().count() - tail.chars().count())
+    format!(
+        "{head}\n[... {} characters left out ...]\n{tail}",
+        n - head.chars().count() - tail.chars().count()
+    )
 }
 
 /// The user message of the summary request.
@@ -67,7 +77,9 @@ pub fn request_text(transcript: &str, focus: Option<&str>) -> String {
         .filter(|f| !f.is_empty())
         .map(|f| format!("\nGive priority to everything about: {f}. Compress the rest harder.\n"))
         .unwrap_or_default();
-    format!("Transcript to summarize:\n<transcript>\n{transcript}</transcript>\n{focus}\n{SECTIONS}")
+    format!(
+        "Transcript to summarize:\n<transcript>\n{transcript}</transcript>\n{focus}\n{SECTIONS}"
+    )
 }
 
 /// Asks the auxiliary model for the summary; `Err` carries a reason for the user.
@@ -78,7 +90,10 @@ pub async fn generate(
     max_transcript_chars: usize,
     cancel: &CancellationToken,
 ) -> Result<String, String> {
-    let messages = [Message::user(request_text(&transcript(middle, max_transcript_chars), focus))];
+    let messages = [Message::user(request_text(
+        &transcript(middle, max_transcript_chars),
+        focus,
+    ))];
     let request = ChatRequest {
         model: &aux.model,
         system: SUMMARIZER_SYSTEM,
@@ -88,7 +103,11 @@ pub async fn generate(
         temperature: None,
     };
     let run = async {
-        let mut stream = aux.provider.stream(&request).await.map_err(|e| e.to_string())?;
+        let mut stream = aux
+            .provider
+            .stream(&request)
+            .await
+            .map_err(|e| e.to_string())?;
         let mut acc = ResponseAccumulator::new();
         while let Some(ev) = stream.next().await {
             acc.push(&ev.map_err(|e| e.to_string())?);
@@ -120,7 +139,14 @@ mod tests {
     fn transcript_labels_roles_calls_and_clips() {
         let m = vec![
             Message::user("fix the build"),
-            Message::assistant_with_tools("checking", vec![ToolCall { id: "1".into(), name: "terminal".into(), arguments: "{\"command\":\"cargo build\"}".into() }]),
+            Message::assistant_with_tools(
+                "checking",
+                vec![ToolCall {
+                    id: "1".into(),
+                    name: "terminal".into(),
+                    arguments: "{\"command\":\"cargo build\"}".into(),
+                }],
+            ),
             Message::tool_result("1", "terminal", "x".repeat(10_000)),
         ];
         let t = transcript(&m, 100_000);
@@ -132,7 +158,17 @@ mod tests {
     #[test]
     fn the_request_names_every_section_and_the_focus() {
         let r = request_text("[user]: hi\n", Some("the parser"));
-        for s in ["## Goal", "## Constraints & preferences", "### Done", "### In progress", "### Blocked", "## Key decisions", "## Relevant files", "## Next steps", "## Critical context"] {
+        for s in [
+            "## Goal",
+            "## Constraints & preferences",
+            "### Done",
+            "### In progress",
+            "### Blocked",
+            "## Key decisions",
+            "## Relevant files",
+            "## Next steps",
+            "## Critical context",
+        ] {
             assert!(r.contains(s), "{s}");
         }
         assert!(r.contains("the parser"));

@@ -69,7 +69,10 @@ fn convert_messages(messages: &[Message]) -> Vec<Value> {
                 if let Some(content) = prev["content"].as_array_mut() {
                     // Tool results must come first in a user turn.
                     if m.role == Role::Tool {
-                        let at = content.iter().take_while(|b| b["type"] == "tool_result").count();
+                        let at = content
+                            .iter()
+                            .take_while(|b| b["type"] == "tool_result")
+                            .count();
                         for (i, b) in blocks.into_iter().enumerate() {
                             content.insert(at + i, b);
                         }
@@ -139,7 +142,10 @@ impl Decoder {
             return Ok(Vec::new());
         }
         let v: Value = serde_json::from_str(data).map_err(|e| {
-            LlmError::Decode(format!("invalid JSON in stream ({e}): {}", crate::error::snippet(data)))
+            LlmError::Decode(format!(
+                "invalid JSON in stream ({e}): {}",
+                crate::error::snippet(data)
+            ))
         })?;
         let index = v["index"].as_u64().unwrap_or(0);
         let mut out = Vec::new();
@@ -171,29 +177,39 @@ impl Decoder {
             "content_block_delta" => {
                 let d = &v["delta"];
                 match (d["type"].as_str(), self.blocks.get_mut(&index)) {
-                    (Some("text_delta"), _) => push_text(&mut out, d["text"].as_str(), StreamEvent::TextDelta),
+                    (Some("text_delta"), _) => {
+                        push_text(&mut out, d["text"].as_str(), StreamEvent::TextDelta)
+                    }
                     (Some("thinking_delta"), Some(Block::Thinking { text, .. })) => {
                         if let Some(t) = d["thinking"].as_str() {
                             text.push_str(t);
                         }
-                        push_text(&mut out, d["thinking"].as_str(), StreamEvent::ReasoningDelta);
+                        push_text(
+                            &mut out,
+                            d["thinking"].as_str(),
+                            StreamEvent::ReasoningDelta,
+                        );
                     }
                     (Some("signature_delta"), Some(Block::Thinking { signature, .. })) => {
                         signature.push_str(d["signature"].as_str().unwrap_or(""));
                     }
-                    (Some("input_json_delta"), Some(Block::Tool(i))) => out.push(StreamEvent::ToolCallDelta {
-                        index: *i,
-                        id: None,
-                        name: None,
-                        arguments: d["partial_json"].as_str().unwrap_or("").to_string(),
-                    }),
+                    (Some("input_json_delta"), Some(Block::Tool(i))) => {
+                        out.push(StreamEvent::ToolCallDelta {
+                            index: *i,
+                            id: None,
+                            name: None,
+                            arguments: d["partial_json"].as_str().unwrap_or("").to_string(),
+                        })
+                    }
                     _ => {}
                 }
             }
             "content_block_stop" => match self.blocks.remove(&index) {
-                Some(Block::Thinking { text, signature }) => out.push(StreamEvent::ReasoningDetail(
-                    json!({"type": "thinking", "thinking": text, "signature": signature}),
-                )),
+                Some(Block::Thinking { text, signature }) => {
+                    out.push(StreamEvent::ReasoningDetail(
+                        json!({"type": "thinking", "thinking": text, "signature": signature}),
+                    ))
+                }
                 Some(Block::Redacted(block)) => out.push(StreamEvent::ReasoningDetail(block)),
                 _ => {}
             },
@@ -259,7 +275,11 @@ pub(super) fn message_events(body: &[u8]) -> Result<Vec<StreamEvent>, LlmError> 
         match block["type"].as_str() {
             Some("text") => push_text(&mut out, block["text"].as_str(), StreamEvent::TextDelta),
             Some("thinking") => {
-                push_text(&mut out, block["thinking"].as_str(), StreamEvent::ReasoningDelta);
+                push_text(
+                    &mut out,
+                    block["thinking"].as_str(),
+                    StreamEvent::ReasoningDelta,
+                );
                 out.push(StreamEvent::ReasoningDetail(block.clone()));
             }
             Some("redacted_thinking") => out.push(StreamEvent::ReasoningDetail(block.clone())),
@@ -288,7 +308,14 @@ mod tests {
     use hermes_protocol::{ToolCall, ToolSchema};
 
     fn req<'a>(messages: &'a [Message], tools: &'a [ToolSchema]) -> ChatRequest<'a> {
-        ChatRequest { model: "claude-sonnet-4-5", system: "sys", messages, tools, max_tokens: None, temperature: None }
+        ChatRequest {
+            model: "claude-sonnet-4-5",
+            system: "sys",
+            messages,
+            tools,
+            max_tokens: None,
+            temperature: None,
+        }
     }
 
     #[test]
@@ -298,11 +325,21 @@ mod tests {
             Message::assistant_with_tools(
                 "",
                 vec![
-                    ToolCall { id: "t1".into(), name: "terminal".into(), arguments: "{\"command\":\"ls\"}".into() },
-                    ToolCall { id: "t2".into(), name: "read_file".into(), arguments: "{\"path\":\"a\"}".into() },
+                    ToolCall {
+                        id: "t1".into(),
+                        name: "terminal".into(),
+                        arguments: "{\"command\":\"ls\"}".into(),
+                    },
+                    ToolCall {
+                        id: "t2".into(),
+                        name: "read_file".into(),
+                        arguments: "{\"path\":\"a\"}".into(),
+                    },
                 ],
             )
-            .with_reasoning_details(vec![json!({"type": "thinking", "thinking": "hm", "signature": "s"})]),
+            .with_reasoning_details(vec![
+                json!({"type": "thinking", "thinking": "hm", "signature": "s"}),
+            ]),
             Message::tool_result("t1", "terminal", "out"),
             Message::tool_result("t2", "read_file", ""),
             Message::user("[System: note]"),
@@ -318,9 +355,23 @@ mod tests {
         assert_eq!(user[0]["tool_use_id"], "t1");
         assert_eq!(user[1]["content"], "(empty)");
         assert_eq!(user[2]["text"], "[System: note]");
-        assert_eq!(body["system"][0]["cache_control"], json!({"type": "ephemeral", "ttl": "1h"}));
+        assert_eq!(
+            body["system"][0]["cache_control"],
+            json!({"type": "ephemeral", "ttl": "1h"})
+        );
         assert_eq!(body["max_tokens"], 64000);
-        let marked = m.iter().filter(|msg| msg["content"].as_array().unwrap().last().unwrap().get("cache_control").is_some()).count();
+        let marked = m
+            .iter()
+            .filter(|msg| {
+                msg["content"]
+                    .as_array()
+                    .unwrap()
+                    .last()
+                    .unwrap()
+                    .get("cache_control")
+                    .is_some()
+            })
+            .count();
         assert_eq!(marked, 3, "breakpoints on the last three messages");
     }
 
@@ -345,12 +396,32 @@ mod tests {
         }
         assert!(d.finished && d.stopped);
         assert!(all.contains(&StreamEvent::ReasoningDelta("plan".into())));
-        assert!(all.contains(&StreamEvent::ReasoningDetail(json!({"type":"thinking","thinking":"plan","signature":"abc"}))));
+        assert!(all.contains(&StreamEvent::ReasoningDetail(
+            json!({"type":"thinking","thinking":"plan","signature":"abc"})
+        )));
         assert!(all.contains(&StreamEvent::TextDelta("Hi".into())));
-        assert!(all.contains(&StreamEvent::ToolCallDelta { index: 0, id: None, name: None, arguments: "{\"a\":1}".into() }));
-        assert!(all.contains(&StreamEvent::Usage(Usage { input_tokens: 100, output_tokens: 7, cache_read_tokens: 90, ..Usage::default() })));
-        assert_eq!(all.last(), Some(&StreamEvent::Finish(FinishReason::ToolCalls)));
-        let err = Decoder::default().event(r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#).unwrap_err();
-        assert_eq!(err.to_string(), "provider error in stream: overloaded_error: Overloaded");
+        assert!(all.contains(&StreamEvent::ToolCallDelta {
+            index: 0,
+            id: None,
+            name: None,
+            arguments: "{\"a\":1}".into()
+        }));
+        assert!(all.contains(&StreamEvent::Usage(Usage {
+            input_tokens: 100,
+            output_tokens: 7,
+            cache_read_tokens: 90,
+            ..Usage::default()
+        })));
+        assert_eq!(
+            all.last(),
+            Some(&StreamEvent::Finish(FinishReason::ToolCalls))
+        );
+        let err = Decoder::default()
+            .event(r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#)
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "provider error in stream: overloaded_error: Overloaded"
+        );
     }
 }

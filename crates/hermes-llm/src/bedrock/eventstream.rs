@@ -92,7 +92,9 @@ fn parse_headers(mut b: &[u8]) -> Result<Vec<(String, String)>, String> {
             5 | 8 => 8,
             9 => 16,
             6 | 7 => {
-                let len = u16::from_be_bytes([*b.first().ok_or_else(bad)?, *b.get(1).ok_or_else(bad)?]) as usize;
+                let len =
+                    u16::from_be_bytes([*b.first().ok_or_else(bad)?, *b.get(1).ok_or_else(bad)?])
+                        as usize;
                 let value = b.get(2..2 + len).ok_or_else(bad)?;
                 if kind == 7 {
                     out.push((name, String::from_utf8_lossy(value).into_owned()));
@@ -128,7 +130,10 @@ mod tests {
     const RECORDED: &str = "0000009e00000057fe1b824f0b3a6576656e742d74797065070011636f6e74656e74426c6f636b44656c74610d3a636f6e74656e742d747970650700106170706c69636174696f6e2f6a736f6e0d3a6d6573736167652d747970650700056576656e747b22636f6e74656e74426c6f636b496e646578223a302c2264656c7461223a7b2274657874223a224869227d2c2270223a22616263227d9343f010";
 
     fn hex(s: &str) -> Vec<u8> {
-        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
     }
 
     #[test]
@@ -143,7 +148,10 @@ mod tests {
         assert_eq!(whole.len(), 1);
         assert_eq!(whole[0].header(":event-type"), Some("contentBlockDelta"));
         assert_eq!(whole[0].header(":message-type"), Some("event"));
-        assert_eq!(whole[0].payload, br#"{"contentBlockIndex":0,"delta":{"text":"Hi"},"p":"abc"}"#);
+        assert_eq!(
+            whole[0].payload,
+            br#"{"contentBlockIndex":0,"delta":{"text":"Hi"},"p":"abc"}"#
+        );
         for cut in 1..bytes.len() {
             let mut d = FrameDecoder::new();
             let mut got = d.push(&bytes[..cut]).unwrap();
@@ -157,7 +165,12 @@ mod tests {
         let mut bytes = hex(RECORDED);
         let n = bytes.len();
         bytes[n - 10] ^= 0xFF;
-        assert!(FrameDecoder::new().push(&bytes).unwrap_err().contains("checksum"));
+        assert!(
+            FrameDecoder::new()
+                .push(&bytes)
+                .unwrap_err()
+                .contains("checksum")
+        );
         let mut bytes = hex(RECORDED);
         bytes[2] ^= 0x01;
         assert!(FrameDecoder::new().push(&bytes).is_err());

@@ -65,7 +65,10 @@ pub fn authorization(scope: &SigningScope<'_>, req: &CanonicalRequest<'_>) -> St
         scope.amz_date,
         sha256_hex(canonical.as_bytes())
     );
-    let k_date = hmac_sha256(format!("AWS4{}", scope.secret_key).as_bytes(), date.as_bytes());
+    let k_date = hmac_sha256(
+        format!("AWS4{}", scope.secret_key).as_bytes(),
+        date.as_bytes(),
+    );
     let k_region = hmac_sha256(&k_date, scope.region.as_bytes());
     let k_service = hmac_sha256(&k_region, scope.service.as_bytes());
     let k_signing = hmac_sha256(&k_service, b"aws4_request");
@@ -109,7 +112,10 @@ mod tests {
             query: "Action=ListUsers&Version=2010-05-08",
             headers: vec![
                 ("host", "iam.amazonaws.com".into()),
-                ("content-type", "application/x-www-form-urlencoded; charset=utf-8".into()),
+                (
+                    "content-type",
+                    "application/x-www-form-urlencoded; charset=utf-8".into(),
+                ),
                 ("x-amz-date", "20150830T123600Z".into()),
             ],
             payload: b"",
@@ -124,6 +130,9 @@ mod tests {
 
     #[test]
     fn segments_encode_reserved_characters() {
-        assert_eq!(encode_segment("anthropic.claude-3-5-sonnet-20240620-v1:0"), "anthropic.claude-3-5-sonnet-20240620-v1%3A0");
+        assert_eq!(
+            encode_segment("anthropic.claude-3-5-sonnet-20240620-v1:0"),
+            "anthropic.claude-3-5-sonnet-20240620-v1%3A0"
+        );
     }
 }

@@ -46,8 +46,10 @@ pub(super) fn request_body(req: &ChatRequest<'_>) -> Value {
         let tools: Vec<Value> = req
             .tools
             .iter()
-            .map(|t| json!({"toolSpec": {"name": t.name, "description": t.description,
-                                          "inputSchema": {"json": t.parameters}}}))
+            .map(|t| {
+                json!({"toolSpec": {"name": t.name, "description": t.description,
+                                          "inputSchema": {"json": t.parameters}}})
+            })
             .collect();
         body["toolConfig"] = json!({"tools": tools});
     }
@@ -112,11 +114,21 @@ impl Decoder {
                 if let Some(t) = d["text"].as_str().filter(|t| !t.is_empty()) {
                     out.push(StreamEvent::TextDelta(t.to_string()));
                 }
-                if let Some(r) = d["reasoningContent"]["text"].as_str().filter(|t| !t.is_empty()) {
+                if let Some(r) = d["reasoningContent"]["text"]
+                    .as_str()
+                    .filter(|t| !t.is_empty())
+                {
                     out.push(StreamEvent::ReasoningDelta(r.to_string()));
                 }
-                if let (Some(input), Some(&i)) = (d["toolUse"]["input"].as_str(), self.tools.get(&index)) {
-                    out.push(StreamEvent::ToolCallDelta { index: i, id: None, name: None, arguments: input.to_string() });
+                if let (Some(input), Some(&i)) =
+                    (d["toolUse"]["input"].as_str(), self.tools.get(&index))
+                {
+                    out.push(StreamEvent::ToolCallDelta {
+                        index: i,
+                        id: None,
+                        name: None,
+                        arguments: input.to_string(),
+                    });
                 }
             }
             "messageStop" => {
@@ -150,7 +162,10 @@ mod tests {
 
     fn frame(event: &str, payload: Value) -> Frame {
         Frame {
-            headers: vec![(":event-type".into(), event.into()), (":message-type".into(), "event".into())],
+            headers: vec![
+                (":event-type".into(), event.into()),
+                (":message-type".into(), "event".into()),
+            ],
             payload: payload.to_string().into_bytes(),
         }
     }
@@ -161,36 +176,84 @@ mod tests {
         let mut all = Vec::new();
         for f in [
             frame("messageStart", json!({"role": "assistant"})),
-            frame("contentBlockDelta", json!({"contentBlockIndex": 0, "delta": {"text": "Hi"}})),
-            frame("contentBlockStart", json!({"contentBlockIndex": 1, "start": {"toolUse": {"toolUseId": "t1", "name": "terminal"}}})),
-            frame("contentBlockDelta", json!({"contentBlockIndex": 1, "delta": {"toolUse": {"input": "{\"command\":"}}})),
-            frame("contentBlockDelta", json!({"contentBlockIndex": 1, "delta": {"toolUse": {"input": "\"ls\"}"}}})),
+            frame(
+                "contentBlockDelta",
+                json!({"contentBlockIndex": 0, "delta": {"text": "Hi"}}),
+            ),
+            frame(
+                "contentBlockStart",
+                json!({"contentBlockIndex": 1, "start": {"toolUse": {"toolUseId": "t1", "name": "terminal"}}}),
+            ),
+            frame(
+                "contentBlockDelta",
+                json!({"contentBlockIndex": 1, "delta": {"toolUse": {"input": "{\"command\":"}}}),
+            ),
+            frame(
+                "contentBlockDelta",
+                json!({"contentBlockIndex": 1, "delta": {"toolUse": {"input": "\"ls\"}"}}}),
+            ),
             frame("messageStop", json!({"stopReason": "tool_use"})),
-            frame("metadata", json!({"usage": {"inputTokens": 10, "outputTokens": 5, "cacheReadInputTokens": 90}})),
+            frame(
+                "metadata",
+                json!({"usage": {"inputTokens": 10, "outputTokens": 5, "cacheReadInputTokens": 90}}),
+            ),
         ] {
             all.extend(d.frame(&f).unwrap());
         }
         assert_eq!(all[0], StreamEvent::TextDelta("Hi".into()));
-        assert!(matches!(&all[1], StreamEvent::ToolCallDelta { index: 0, id: Some(id), .. } if id == "t1"));
+        assert!(
+            matches!(&all[1], StreamEvent::ToolCallDelta { index: 0, id: Some(id), .. } if id == "t1")
+        );
         assert_eq!(all[4], StreamEvent::Finish(FinishReason::ToolCalls));
-        assert_eq!(all[5], StreamEvent::Usage(Usage { input_tokens: 100, output_tokens: 5, cache_read_tokens: 90, ..Usage::default() }));
+        assert_eq!(
+            all[5],
+            StreamEvent::Usage(Usage {
+                input_tokens: 100,
+                output_tokens: 5,
+                cache_read_tokens: 90,
+                ..Usage::default()
+            })
+        );
         let exc = Frame {
-            headers: vec![(":message-type".into(), "exception".into()), (":exception-type".into(), "throttlingException".into())],
+            headers: vec![
+                (":message-type".into(), "exception".into()),
+                (":exception-type".into(), "throttlingException".into()),
+            ],
             payload: br#"{"message":"Too many requests"}"#.to_vec(),
         };
-        assert_eq!(d.frame(&exc).unwrap_err().to_string(), "provider error in stream: throttlingException: Too many requests");
+        assert_eq!(
+            d.frame(&exc).unwrap_err().to_string(),
+            "provider error in stream: throttlingException: Too many requests"
+        );
     }
 
     #[test]
     fn tool_results_ride_in_user_turns() {
         let messages = vec![
             Message::user("go"),
-            Message::assistant_with_tools("", vec![hermes_protocol::ToolCall { id: "t".into(), name: "x".into(), arguments: "{}".into() }]),
+            Message::assistant_with_tools(
+                "",
+                vec![hermes_protocol::ToolCall {
+                    id: "t".into(),
+                    name: "x".into(),
+                    arguments: "{}".into(),
+                }],
+            ),
             Message::tool_result("t", "x", "done"),
         ];
-        let req = ChatRequest { model: "anthropic.claude-sonnet-4-5", system: "s", messages: &messages, tools: &[], max_tokens: None, temperature: None };
+        let req = ChatRequest {
+            model: "anthropic.claude-sonnet-4-5",
+            system: "s",
+            messages: &messages,
+            tools: &[],
+            max_tokens: None,
+            temperature: None,
+        };
         let b = request_body(&req);
-        assert_eq!(b["messages"][2]["content"][0]["toolResult"]["toolUseId"], "t");
+        assert_eq!(
+            b["messages"][2]["content"][0]["toolResult"]["toolUseId"],
+            "t"
+        );
         assert_eq!(b["system"][0]["text"], "s");
         assert_eq!(b["inferenceConfig"]["maxTokens"], 32000);
     }

@@ -37,8 +37,10 @@ pub(super) fn request_body(req: &ChatRequest<'_>) -> Value {
         body["tools"] = Value::Array(
             req.tools
                 .iter()
-                .map(|t| json!({"type": "function", "name": t.name, "description": t.description,
-                                "parameters": t.parameters, "strict": false}))
+                .map(|t| {
+                    json!({"type": "function", "name": t.name, "description": t.description,
+                                "parameters": t.parameters, "strict": false})
+                })
                 .collect(),
         );
     }
@@ -60,8 +62,10 @@ fn assistant_items(m: &Message, input: &mut Vec<Value>) {
                           "content": [{"type": "output_text", "text": m.content}]}));
     }
     for call in &m.tool_calls {
-        input.push(json!({"type": "function_call", "call_id": call.id, "name": call.name,
-                          "arguments": call.arguments}));
+        input.push(
+            json!({"type": "function_call", "call_id": call.id, "name": call.name,
+                          "arguments": call.arguments}),
+        );
     }
 }
 
@@ -80,7 +84,10 @@ impl Decoder {
             return Ok(Vec::new());
         }
         let v: Value = serde_json::from_str(data).map_err(|e| {
-            LlmError::Decode(format!("invalid JSON in stream ({e}): {}", crate::error::snippet(data)))
+            LlmError::Decode(format!(
+                "invalid JSON in stream ({e}): {}",
+                crate::error::snippet(data)
+            ))
         })?;
         let text = |k: &str| v[k].as_str().filter(|s| !s.is_empty()).map(str::to_string);
         let mut out = Vec::new();
@@ -93,7 +100,8 @@ impl Decoder {
             }
             "response.output_item.added" if v["item"]["type"] == "function_call" => {
                 let index = self.calls.len();
-                self.calls.insert(v["output_index"].as_u64().unwrap_or(0), index);
+                self.calls
+                    .insert(v["output_index"].as_u64().unwrap_or(0), index);
                 out.push(StreamEvent::ToolCallDelta {
                     index,
                     id: v["item"]["call_id"].as_str().map(str::to_string),
@@ -119,7 +127,11 @@ impl Decoder {
                 out.extend(finish(&v["response"], !self.calls.is_empty()));
             }
             "response.failed" | "error" => {
-                let e = if v["response"]["error"].is_object() { &v["response"]["error"] } else { &v };
+                let e = if v["response"]["error"].is_object() {
+                    &v["response"]["error"]
+                } else {
+                    &v
+                };
                 return Err(LlmError::InStream(crate::error::error_text(e)));
             }
             _ => {}
@@ -133,9 +145,13 @@ fn finish(response: &Value, had_calls: bool) -> Vec<StreamEvent> {
     let usage = Usage {
         input_tokens: u["input_tokens"].as_u64().unwrap_or(0),
         output_tokens: u["output_tokens"].as_u64().unwrap_or(0),
-        cache_read_tokens: u["input_tokens_details"]["cached_tokens"].as_u64().unwrap_or(0),
+        cache_read_tokens: u["input_tokens_details"]["cached_tokens"]
+            .as_u64()
+            .unwrap_or(0),
         cache_write_tokens: 0,
-        reasoning_tokens: u["output_tokens_details"]["reasoning_tokens"].as_u64().unwrap_or(0),
+        reasoning_tokens: u["output_tokens_details"]["reasoning_tokens"]
+            .as_u64()
+            .unwrap_or(0),
     };
     let reason = if response["status"] == "incomplete" {
         match response["incomplete_details"]["reason"].as_str() {
@@ -205,11 +221,27 @@ mod tests {
                 .with_reasoning_details(vec![json!({"type": "reasoning", "id": "rs_1", "encrypted_content": "xyz", "summary": []})]),
             Message::tool_result("c1", "t", "result"),
         ];
-        let req = ChatRequest { model: "gpt-5.1-codex", system: "sys", messages: &messages, tools: &[], max_tokens: Some(100), temperature: None };
+        let req = ChatRequest {
+            model: "gpt-5.1-codex",
+            system: "sys",
+            messages: &messages,
+            tools: &[],
+            max_tokens: Some(100),
+            temperature: None,
+        };
         let body = request_body(&req);
         let input = body["input"].as_array().unwrap();
         let kinds: Vec<&str> = input.iter().map(|i| i["type"].as_str().unwrap()).collect();
-        assert_eq!(kinds, ["message", "reasoning", "message", "function_call", "function_call_output"]);
+        assert_eq!(
+            kinds,
+            [
+                "message",
+                "reasoning",
+                "message",
+                "function_call",
+                "function_call_output"
+            ]
+        );
         assert_eq!(input[3]["call_id"], "c1");
         assert_eq!(input[4]["call_id"], "c1");
         assert_eq!(body["instructions"], "sys");
@@ -235,10 +267,25 @@ mod tests {
         assert!(d.finished);
         assert!(all.contains(&StreamEvent::ReasoningDelta("think".into())));
         assert!(all.contains(&StreamEvent::TextDelta("Hi".into())));
-        assert!(all.contains(&StreamEvent::ToolCallDelta { index: 0, id: Some("c9".into()), name: Some("terminal".into()), arguments: String::new() }));
-        assert!(all.contains(&StreamEvent::Usage(Usage { input_tokens: 5, output_tokens: 3, cache_read_tokens: 2, ..Usage::default() })));
-        assert_eq!(all.last(), Some(&StreamEvent::Finish(FinishReason::ToolCalls)));
-        let err = Decoder::default().event(r#"{"type":"response.failed","response":{"error":{"message":"quota"}}}"#).unwrap_err();
+        assert!(all.contains(&StreamEvent::ToolCallDelta {
+            index: 0,
+            id: Some("c9".into()),
+            name: Some("terminal".into()),
+            arguments: String::new()
+        }));
+        assert!(all.contains(&StreamEvent::Usage(Usage {
+            input_tokens: 5,
+            output_tokens: 3,
+            cache_read_tokens: 2,
+            ..Usage::default()
+        })));
+        assert_eq!(
+            all.last(),
+            Some(&StreamEvent::Finish(FinishReason::ToolCalls))
+        );
+        let err = Decoder::default()
+            .event(r#"{"type":"response.failed","response":{"error":{"message":"quota"}}}"#)
+            .unwrap_err();
         assert!(err.to_string().contains("quota"));
     }
 }
