@@ -3,29 +3,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::*;
+
 use std::io::Write;
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use hermes_testkit::{Fault, MockServer, Reply, Script, TestHome, Turn};
 use serde_json::json;
-
-fn bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_hermes"))
-}
-
-fn run(home: &TestHome, args: &[&str]) -> Output {
-    home.command(bin()).args(args).output().unwrap()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// The bench's config plus fast retries.
 fn fast_config(server: &MockServer) -> String {

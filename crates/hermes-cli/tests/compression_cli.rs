@@ -3,7 +3,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
+mod common;
+
+use common::*;
 
 use hermes_store::Store;
 use hermes_testkit::{Fault, MockServer, Script, TestHome, Turn};
@@ -32,11 +34,7 @@ fn a_context_overflow_is_compressed_retried_and_completed() {
         "{}compression:\n  context_length: 1000000\n",
         hermes_testkit::mock_config_yaml(&server)
     ));
-    let o = home
-        .command(Path::new(env!("CARGO_BIN_EXE_hermes")))
-        .args(["-z", "count"])
-        .output()
-        .unwrap();
+    let o = run(&home, &["-z", "count"]);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
     assert_eq!(String::from_utf8_lossy(&o.stdout), "Counted four times.\n");
@@ -62,20 +60,13 @@ fn a_context_overflow_is_compressed_retried_and_completed() {
     );
 }
 
-fn hermes(home: &TestHome, args: &[&str]) -> std::process::Output {
-    home.command(Path::new(env!("CARGO_BIN_EXE_hermes")))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 /// A stored session with three large tool outputs, made through the binary.
 fn session_with_big_outputs(home: &TestHome, server: &MockServer, extra_config: &str) -> String {
     home.write_config(&format!(
         "{}{extra_config}",
         hermes_testkit::mock_config_yaml(server)
     ));
-    let o = hermes(home, &["-z", "count three times"]);
+    let o = run(home, &["-z", "count three times"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let store = Store::open(home.hermes_home().join("sessions.db")).unwrap();
     store.list_sessions(10, None).unwrap()[0].session.id.clone()
@@ -96,7 +87,7 @@ fn sessions_compress_continues_in_a_child_session_and_search_still_finds_everyth
     ]));
     let home = TestHome::new();
     let id = session_with_big_outputs(&home, &server, "");
-    let o = hermes(
+    let o = run(
         &home,
         &["sessions", "compress", &id, "--focus", "the counting"],
     );
@@ -124,7 +115,7 @@ fn sessions_compress_continues_in_a_child_session_and_search_still_finds_everyth
     let parent = store.session(&id).unwrap().unwrap();
     assert!(parent.ended_at.is_some());
 
-    let o = hermes(&home, &["-z", "go on", "--resume", &child.id]);
+    let o = run(&home, &["-z", "go on", "--resume", &child.id]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let resumed = server.chat_requests()[6].to_string();
     assert!(
@@ -134,7 +125,7 @@ fn sessions_compress_continues_in_a_child_session_and_search_still_finds_everyth
     assert!(resumed.len() < server.chat_requests()[4].to_string().len());
 
     // The full transcript is still searchable in the parent.
-    let o = hermes(&home, &["sessions", "search", "5999", "--role", "tool"]);
+    let o = run(&home, &["sessions", "search", "5999", "--role", "tool"]);
     assert!(
         String::from_utf8_lossy(&o.stdout).contains(&id),
         "{}",
@@ -150,7 +141,7 @@ fn in_place_compression_keeps_the_session_and_hides_replaced_messages() {
     ]));
     let home = TestHome::new();
     let id = session_with_big_outputs(&home, &server, "compression:\n  in_place: true\n");
-    let o = hermes(&home, &["sessions", "compress", &id]);
+    let o = run(&home, &["sessions", "compress", &id]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stdout).contains("in place"));
     let store = Store::open(home.hermes_home().join("sessions.db")).unwrap();
@@ -172,7 +163,7 @@ fn in_place_compression_keeps_the_session_and_hides_replaced_messages() {
             .iter()
             .any(|m| m.message.content.contains("reference only"))
     );
-    let o = hermes(&home, &["-z", "go on", "--resume", &id]);
+    let o = run(&home, &["-z", "go on", "--resume", &id]);
     assert!(o.status.success());
     assert!(
         server.chat_requests()[6]

@@ -4,27 +4,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
-use std::process::Output;
+mod common;
+
+use common::*;
 
 use hermes_testkit::{MockServer, Script, TestHome, Turn};
 use serde_json::{Value, json};
-
-fn bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_hermes"))
-}
-
-fn run(home: &TestHome, args: &[&str]) -> Output {
-    home.command(bin()).args(args).output().unwrap()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 fn system_prompt(request: &Value) -> String {
     request["messages"][0]["content"]

@@ -3,22 +3,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
-use std::process::Output;
+mod common;
+
+use common::*;
 
 use hermes_testkit::{Fault, MockServer, MockUsage, Reply, Script, TestHome, Turn};
-
-fn bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_hermes"))
-}
-
-fn run(home: &TestHome, args: &[&str]) -> Output {
-    home.command(bin()).args(args).output().unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 fn root_url(server: &MockServer) -> String {
     format!("http://127.0.0.1:{}", server.port())

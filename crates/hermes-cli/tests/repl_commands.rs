@@ -3,17 +3,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::*;
+
 use std::io::Write;
-use std::path::Path;
 use std::process::{Output, Stdio};
 
 use hermes_store::Store;
 use hermes_testkit::{MockServer, Reply, Script, TestHome, Turn};
 use serde_json::{Value, json};
-
-fn bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_hermes"))
-}
 
 /// The chat with `input` typed, then end of input.
 fn chat(home: &TestHome, input: &str) -> Output {
@@ -36,14 +35,6 @@ fn chat_with(home: &TestHome, input: &str, args: &[&str]) -> Output {
         .write_all(input.as_bytes())
         .unwrap();
     child.wait_with_output().unwrap()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 fn home_for(server: &MockServer) -> TestHome {

@@ -7,7 +7,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
+mod common;
+
+use common::*;
+
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -18,10 +21,6 @@ use serde_json::json;
 /// Expectations wait this long: builds are slow and machines busy, but nothing here should
 /// take more than a second when things work.
 const PATIENCE: Duration = Duration::from_secs(45);
-
-fn bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_hermes"))
-}
 
 /// A tmux server of our own (its own socket), killed on drop.
 struct Tmux {

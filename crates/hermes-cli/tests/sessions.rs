@@ -5,47 +5,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+mod common;
+
+use common::*;
+
+use std::path::PathBuf;
 
 use hermes_store::Store;
 use hermes_testkit::{Fault, MockServer, Reply, Script, TestHome, Turn};
 use serde_json::{Value, json};
-
-fn bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_hermes"))
-}
-
-fn run(home: &TestHome, args: &[&str]) -> Output {
-    home.command(bin()).args(args).output().unwrap()
-}
-
-fn run_with_stdin(home: &TestHome, args: &[&str], input: &str) -> Output {
-    let mut child = home
-        .command(bin())
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 fn db_path(home: &TestHome) -> PathBuf {
     home.hermes_home().join("sessions.db")

@@ -5,25 +5,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::*;
+
 use std::io::Write;
-use std::path::Path;
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use hermes_testkit::{MockServer, Reply, Script, TestHome, Turn};
 use serde_json::{Value, json};
-
-fn bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_hermes"))
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// `hermes -z PROMPT` with extra arguments.
 fn oneshot(home: &TestHome, prompt: &str, extra: &[&str]) -> Output {

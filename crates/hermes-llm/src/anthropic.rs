@@ -8,7 +8,7 @@ mod wire;
 use hermes_protocol::StreamEvent;
 
 use crate::sse::SseEvent;
-use crate::stream::{SseDecoder, decode_sse};
+use crate::stream::{SseDecoder, events_of};
 use crate::{ChatRequest, EventStream, LlmError, Provider, ProviderOptions, ProviderSpec, http};
 
 /// The API version header every request carries.
@@ -60,17 +60,7 @@ impl Provider for Anthropic {
             headers.push(("x-api-key", key.clone()));
         }
         let response = http::post_json(&self.client, &self.url, &headers, body).await?;
-        if http::is_json(&response) {
-            let bytes = response
-                .bytes()
-                .await
-                .map_err(|e| LlmError::from_reqwest(&e, true))?;
-            let events = wire::message_events(&bytes)?;
-            return Ok(Box::pin(futures_util::stream::iter(
-                events.into_iter().map(Ok),
-            )));
-        }
-        Ok(decode_sse(response, wire::Decoder::default()))
+        events_of(response, wire::Decoder::default(), wire::message_events).await
     }
 }
 

@@ -9,7 +9,7 @@ mod wire;
 use hermes_protocol::{FinishReason, StreamEvent};
 
 use crate::sse::SseEvent;
-use crate::stream::{SseDecoder, decode_sse};
+use crate::stream::{SseDecoder, events_of};
 use crate::{ChatRequest, EventStream, HttpTimeouts, LlmError, Provider, ProviderSpec, http};
 
 pub struct OpenAiChat {
@@ -48,17 +48,7 @@ impl Provider for OpenAiChat {
             headers.push(("authorization", format!("Bearer {key}")));
         }
         let response = http::post_json(&self.client, &self.url, &headers, body).await?;
-        if http::is_json(&response) {
-            let bytes = response
-                .bytes()
-                .await
-                .map_err(|e| LlmError::from_reqwest(&e, true))?;
-            let events = wire::completion_events(&bytes)?;
-            return Ok(Box::pin(futures_util::stream::iter(
-                events.into_iter().map(Ok),
-            )));
-        }
-        Ok(decode_sse(response, ChatDecoder::default()))
+        events_of(response, ChatDecoder::default(), wire::completion_events).await
     }
 }
 

@@ -49,8 +49,28 @@ impl<D: SseDecoder> State<D> {
     }
 }
 
+/// The events of a response: decoded as SSE, or — when the server answered one JSON document
+/// despite `stream: true` — parsed whole by `whole`.
+pub(crate) async fn events_of<D: SseDecoder>(
+    response: reqwest::Response,
+    decoder: D,
+    whole: fn(&[u8]) -> Result<Vec<StreamEvent>, LlmError>,
+) -> Result<EventStream, LlmError> {
+    if crate::http::is_json(&response) {
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| LlmError::from_reqwest(&e, true))?;
+        let events = whole(&bytes)?;
+        return Ok(Box::pin(futures_util::stream::iter(
+            events.into_iter().map(Ok),
+        )));
+    }
+    Ok(decode_sse(response, decoder))
+}
+
 /// Streams the decoded events of an SSE response.
-pub(crate) fn decode_sse<D: SseDecoder>(response: reqwest::Response, decoder: D) -> EventStream {
+fn decode_sse<D: SseDecoder>(response: reqwest::Response, decoder: D) -> EventStream {
     let state = State {
         body: Box::pin(response.bytes_stream()),
         parser: SseParser::new(),

@@ -1,10 +1,10 @@
 //! The local provider's speed on a real GGUF beside llama.cpp's own, on the same file, build
 //! and thread count. The reference runs in a child process: llama-cpp-2's `simple` example
-//! loop (one prompt batch, then greedy sample + decode per token) timed by llama.cpp's own
-//! performance counters. Then the provider runs the same sizes through everything it does
-//! (chat template, tokenizer, sampling chain, UTF-8 streaming, channel). Both report load time,
-//! prompt processing (about 512 tokens, like llama-bench's `pp512`), generation (128 tokens,
-//! `tg128`) in tokens per second, and peak RSS.
+//! loop (one prompt batch, then greedy sample + decode per token). Then the provider runs the
+//! same sizes through everything it does (chat template, tokenizer, sampling chain, UTF-8
+//! streaming, channel). Both report load time (the provider's includes its first one-token
+//! reply), prompt processing (about 512 tokens, like llama-bench's `pp512`) and generation
+//! (128 tokens, `tg128`) in tokens per second by the wall clock, and peak RSS.
 //!
 //! `HERMES_BENCH_GGUF=model.gguf [HERMES_BENCH_THREADS=2] [HERMES_BENCH_REPS=5]
 //!  cargo bench -p hermes-local --features llama --bench local_inference`

@@ -1,0 +1,47 @@
+//! Helpers shared by the binary's integration tests: the binary, running it in a test home
+//! (with or without stdin), and its output as text.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Output, Stdio};
+
+use hermes_testkit::TestHome;
+
+/// The `hermes` binary under test.
+pub fn bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_hermes"))
+}
+
+/// Runs `hermes ARGS` in the home and waits for it.
+pub fn run(home: &TestHome, args: &[&str]) -> Output {
+    home.command(bin()).args(args).output().unwrap()
+}
+
+/// Runs `hermes ARGS` with `input` on stdin (then closed) and waits for it.
+pub fn run_with_stdin(home: &TestHome, args: &[&str], input: &str) -> Output {
+    let mut child = home
+        .command(bin())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
