@@ -29,7 +29,12 @@ pub(crate) fn env_number(name: &str, default: u32) -> u32 {
 
 /// One request: (prompt tokens, seconds to the first token, generated tokens, seconds
 /// generating after the first token).
-async fn run_once(provider: &LocalProvider, prompt: &str, max_tokens: u32) -> (u64, f64, u64, f64) {
+async fn run_once(
+    provider: &LocalProvider,
+    prompt: &str,
+    max_tokens: u32,
+    temperature: Option<f32>,
+) -> (u64, f64, u64, f64) {
     let messages = [Message::user(prompt)];
     let request = ChatRequest {
         model: "bench",
@@ -37,7 +42,7 @@ async fn run_once(provider: &LocalProvider, prompt: &str, max_tokens: u32) -> (u
         messages: &messages,
         tools: &[],
         max_tokens: Some(max_tokens),
-        temperature: None,
+        temperature,
     };
     let started = Instant::now();
     let mut stream = provider.stream(&request).await.unwrap();
@@ -107,59 +112,105 @@ fn main() {
     // Load: construction starts loading; the first (1-token) request waits for it.
     let started = Instant::now();
     let provider = LocalProvider::new(settings).unwrap();
-    runtime.block_on(run_once(&provider, "hi", 1));
+    runtime.block_on(run_once(&provider, "hi", 1, None));
     let load = started.elapsed();
 
+    // The three runs alternate, one repetition each, so a busy machine slows them alike.
     let words = "the quick brown fox jumps over the lazy dog while ".repeat(50);
-    let (mut pp, mut tg) = (Vec::new(), Vec::new());
-    let mut prompt_tokens = 0;
-    let mut generated = 0;
+    let mut rows: [Row; 3] = Default::default();
+    let mut sizes = (0, 0);
     for rep in 0..=reps {
         // A different first word each time, so no prompt prefix is reused from the cache.
-        let prompt = format!("{rep} {words}");
-        let (n_prompt, t_prompt, n_gen, t_gen) =
-            runtime.block_on(run_once(&provider, &prompt, 129));
+        let sampled = runtime.block_on(run_once(&provider, &format!("{rep}s {words}"), 129, None));
+        let greedy = runtime.block_on(run_once(
+            &provider,
+            &format!("{rep}g {words}"),
+            129,
+            Some(0.0),
+        ));
         if rep == 0 {
             continue; // warm-up
         }
-        prompt_tokens = n_prompt;
-        generated = n_gen;
-        pp.push(n_prompt as f64 / t_prompt);
-        tg.push(n_gen as f64 / t_gen.max(f64::EPSILON));
+        let base = reference::spawn(&path, threads);
+        rows[0].add(base.load_ms, base.pp, base.tg, base.rss_mib);
+        for (row, (n_prompt, t_prompt, n_gen, t_gen)) in rows[1..].iter_mut().zip([sampled, greedy])
+        {
+            sizes = (sizes.0.max(n_prompt), sizes.1.max(n_gen));
+            row.add(
+                ms(load),
+                n_prompt as f64 / t_prompt,
+                n_gen as f64 / t_gen.max(f64::EPSILON),
+                peak_rss_mib(),
+            );
+        }
     }
-    let ours = reference::Figures {
-        load_ms: ms(load),
-        pp: mean_sd(&pp),
-        tg: mean_sd(&tg),
-        rss_mib: peak_rss_mib(),
-    };
-    let base = reference::spawn(&path, threads, reps);
     println!(
         "model: {}  threads: {threads}  repetitions: {reps}",
         path.display()
     );
-    println!("prompt: {prompt_tokens} tokens, generated: {generated} tokens per repetition");
     println!(
-        "{:<28}{:>12}{:>22}{:>22}{:>12}",
+        "prompt: {} tokens, generated: {} tokens per repetition (mean ± sd, median)",
+        sizes.0, sizes.1
+    );
+    println!(
+        "{:<34}{:>9}{:>28}{:>28}{:>12}",
         "", "load ms", "prompt t/s", "generation t/s", "peak RSS"
     );
-    for (name, f) in [
-        ("llama.cpp (simple loop)", &base),
-        ("hermes local provider", &ours),
-    ] {
+    let names = [
+        "llama.cpp (llama-cpp-2 simple)",
+        "hermes provider (default sampling)",
+        "hermes provider (greedy)",
+    ];
+    for (name, row) in names.iter().zip(&rows) {
         println!(
-            "{name:<28}{:>12.0}{:>22}{:>22}{:>8.0} MiB",
-            f.load_ms,
-            format!("{:.1} ± {:.1}", f.pp.0, f.pp.1),
-            format!("{:.1} ± {:.1}", f.tg.0, f.tg.1),
-            f.rss_mib
+            "{name:<34}{:>9.0}{:>28}{:>28}{:>8.0} MiB",
+            median(&row.load_ms),
+            stats(&row.pp),
+            stats(&row.tg),
+            row.rss_mib.iter().copied().fold(0.0, f64::max)
         );
     }
-    println!(
-        "hermes / llama.cpp: prompt {:.1} %, generation {:.1} %",
-        100.0 * ours.pp.0 / base.pp.0,
-        100.0 * ours.tg.0 / base.tg.0
-    );
+    for (name, row) in names.iter().zip(&rows).skip(1) {
+        println!(
+            "{name} / llama.cpp (medians): prompt {:.1} %, generation {:.1} %",
+            100.0 * median(&row.pp) / median(&rows[0].pp),
+            100.0 * median(&row.tg) / median(&rows[0].tg)
+        );
+    }
+}
+
+/// One benchmarked configuration's measurements, one entry per repetition.
+#[derive(Default)]
+struct Row {
+    load_ms: Vec<f64>,
+    pp: Vec<f64>,
+    tg: Vec<f64>,
+    rss_mib: Vec<f64>,
+}
+
+impl Row {
+    fn add(&mut self, load_ms: f64, pp: f64, tg: f64, rss_mib: f64) {
+        self.load_ms.push(load_ms);
+        self.pp.push(pp);
+        self.tg.push(tg);
+        self.rss_mib.push(rss_mib);
+    }
+}
+
+fn stats(values: &[f64]) -> String {
+    let (mean, sd) = mean_sd(values);
+    format!("{mean:.1} ± {sd:.1}, {:.1}", median(values))
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mid = sorted.len() / 2;
+    if sorted.len().is_multiple_of(2) {
+        (sorted[mid - 1] + sorted[mid]) / 2.0
+    } else {
+        sorted[mid]
+    }
 }
 
 fn ms(d: Duration) -> f64 {

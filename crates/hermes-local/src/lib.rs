@@ -3,8 +3,9 @@
 //! providers. Around it, and without the feature: tool calling for models without a native
 //! tool-call format ([`tool_prompt`] describes tools in the prompt, [`grammar`] constrains the
 //! reply to plain text or one valid call, [`reply`] parses it back, [`PromptedTools`] does the
-//! same for OpenAI-compatible servers), the local [`settings`] and model-file checks, and the
-//! default model ([`default_model`], fetched by [`fetch`]).
+//! same for OpenAI-compatible servers), the local [`settings`] and model-file checks, the
+//! default model ([`default_model`], fetched by [`fetch`]), and what a frontend calls to set up
+//! a session on a local model ([`session`]).
 
 pub mod default_model;
 pub mod fetch;

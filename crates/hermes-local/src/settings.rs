@@ -13,9 +13,11 @@ use crate::default_model;
 /// Context window used when `model.context_length` is not set (capped by what the model was
 /// trained for).
 pub const DEFAULT_CONTEXT: u32 = 8192;
-/// Output tokens per reply when `model.max_tokens` is not set: a small base model can ramble
-/// until the context is full, so replies are bounded.
+/// Output tokens per reply when `model.max_tokens` is not set: a small model can ramble until
+/// the context is full, so replies are bounded.
 pub const DEFAULT_MAX_TOKENS: u32 = 2048;
+/// The same for the bundled smoke-test model, a base model that mostly echoes its prompt.
+pub const DEFAULT_MODEL_MAX_TOKENS: u32 = 256;
 /// Sampling defaults (llama.cpp's own).
 pub const DEFAULT_TEMPERATURE: f32 = 0.8;
 pub const DEFAULT_TOP_P: f32 = 0.95;
@@ -82,7 +84,11 @@ impl LocalSettings {
             max_tokens: config
                 .max_tokens
                 .filter(|n| *n > 0)
-                .unwrap_or(DEFAULT_MAX_TOKENS),
+                .unwrap_or(if is_default_model {
+                    DEFAULT_MODEL_MAX_TOKENS
+                } else {
+                    DEFAULT_MAX_TOKENS
+                }),
             model_path,
             is_default_model,
             require_tool_call: config
@@ -206,8 +212,14 @@ mod tests {
         assert_eq!(s.chat_template.as_deref(), Some("gemma"));
         assert_eq!(
             (s.context_length, s.max_tokens),
-            (DEFAULT_CONTEXT, DEFAULT_MAX_TOKENS)
+            (DEFAULT_CONTEXT, DEFAULT_MODEL_MAX_TOKENS)
         );
+        let other = LocalSettings::from_config(
+            &ModelSettings::default(),
+            Some(Path::new("/m/x.gguf")),
+            Path::new("/h"),
+        );
+        assert_eq!(other.max_tokens, DEFAULT_MAX_TOKENS);
         assert!(s.threads >= 1);
         assert!(!s.require_tool_call);
     }

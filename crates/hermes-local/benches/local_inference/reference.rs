@@ -18,22 +18,23 @@ use crate::{env_number, mean_sd, peak_rss_mib};
 /// Set in the child's environment.
 pub const CHILD_MARK: &str = "HERMES_BENCH_REFERENCE_CHILD";
 
-/// One side's results: load time, (mean, sd) tokens per second, peak RSS.
+/// One reference run: load time, prompt and generation tokens per second, peak RSS.
 pub struct Figures {
     pub load_ms: f64,
-    pub pp: (f64, f64),
-    pub tg: (f64, f64),
+    pub pp: f64,
+    pub tg: f64,
     pub rss_mib: f64,
 }
 
-/// Runs this benchmark binary again as the reference and reads its one-line result.
-pub fn spawn(path: &Path, threads: u32, reps: u32) -> Figures {
+/// Runs this benchmark binary again as the reference (a warm-up and one measured
+/// repetition) and reads its one-line result.
+pub fn spawn(path: &Path, threads: u32) -> Figures {
     let exe = std::env::current_exe().unwrap();
     let out = std::process::Command::new(exe)
         .env(CHILD_MARK, "1")
         .env("HERMES_BENCH_GGUF", path)
         .env("HERMES_BENCH_THREADS", threads.to_string())
-        .env("HERMES_BENCH_REPS", reps.to_string())
+        .env("HERMES_BENCH_REPS", "1")
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
@@ -49,8 +50,8 @@ pub fn spawn(path: &Path, threads: u32, reps: u32) -> Figures {
     let v: Vec<f64> = line.split(' ').map(|x| x.parse().unwrap()).collect();
     Figures {
         load_ms: v[0],
-        pp: (v[1], v[2]),
-        tg: (v[3], v[4]),
+        pp: v[1],
+        tg: v[3],
         rss_mib: v[5],
     }
 }
