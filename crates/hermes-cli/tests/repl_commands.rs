@@ -7,8 +7,7 @@ mod common;
 
 use common::*;
 
-use std::io::Write;
-use std::process::{Output, Stdio};
+use std::process::Output;
 
 use hermes_store::Store;
 use hermes_testkit::{MockServer, Reply, Script, TestHome, Turn};
@@ -20,21 +19,7 @@ fn chat(home: &TestHome, input: &str) -> Output {
 }
 
 fn chat_with(home: &TestHome, input: &str, args: &[&str]) -> Output {
-    let mut child = home
-        .command(bin())
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    run_with_stdin(home, args, input)
 }
 
 fn home_for(server: &MockServer) -> TestHome {

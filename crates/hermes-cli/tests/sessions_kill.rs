@@ -118,21 +118,7 @@ fn home_with(server: &MockServer) -> TestHome {
 fn resume_and_check(home: &TestHome, args: &[&str], shown_before: &str) -> Vec<Value> {
     let server = MockServer::start(Script::new(vec![Turn::text("Resumed fine.")]));
     home.write_mock_config(&server);
-    let mut child = home
-        .command(bin())
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"please go on\n")
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
+    let o = run_with_stdin(home, args, "please go on\n");
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(out.starts_with("Resumed session "), "{out}");

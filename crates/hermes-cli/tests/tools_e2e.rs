@@ -27,22 +27,9 @@ fn oneshot(home: &TestHome, prompt: &str, extra: &[&str]) -> Output {
 
 /// The interactive chat with `input` typed on stdin (then end of input).
 fn chat(home: &TestHome, input: &str, extra: &[&str]) -> Output {
-    let mut child = home
-        .command(bin())
-        .arg("chat")
-        .args(extra)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    let mut args = vec!["chat"];
+    args.extend_from_slice(extra);
+    run_with_stdin(home, &args, input)
 }
 
 /// The tool result for `call_id` in a captured request, parsed.

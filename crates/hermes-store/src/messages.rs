@@ -339,17 +339,7 @@ impl Store {
     /// The messages the conversation continues from: all but those an in-place compression
     /// replaced.
     pub fn active_messages(&self, session_id: &str) -> Result<Vec<StoredMessage>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(&format!(
-                "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 AND active = 1 ORDER BY id"
-            ))
-            .map_err(|e| self.read_error(e))?;
-        let rows = stmt
-            .query_map([session_id], stored_message)
-            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
-            .map_err(|e| self.read_error(e))?;
-        Ok(rows.into_iter().flatten().collect())
+        self.select_messages(session_id, true)
     }
 
     /// Marks every message of the session inactive (an in-place compression is about to write
@@ -365,10 +355,19 @@ impl Store {
 
     /// Every message of the session, in order (including those a compression replaced).
     pub fn messages(&self, session_id: &str) -> Result<Vec<StoredMessage>, StoreError> {
+        self.select_messages(session_id, false)
+    }
+
+    fn select_messages(
+        &self,
+        session_id: &str,
+        only_active: bool,
+    ) -> Result<Vec<StoredMessage>, StoreError> {
+        let filter = if only_active { " AND active = 1" } else { "" };
         let mut stmt = self
             .conn
             .prepare_cached(&format!(
-                "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 ORDER BY id"
+                "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1{filter} ORDER BY id"
             ))
             .map_err(|e| self.read_error(e))?;
         let rows = stmt
