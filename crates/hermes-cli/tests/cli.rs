@@ -7,7 +7,6 @@ mod common;
 
 use common::*;
 
-use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -278,21 +277,7 @@ fn interactive_chat_keeps_history_and_new_resets_it() {
     ]));
     let home = TestHome::new();
     home.write_mock_config(&server);
-    let mut child = home
-        .command(bin())
-        .arg("chat")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"one\ntwo\n/new\nthree \\\ncontinued\n")
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
+    let o = run_with_stdin(&home, &["chat"], "one\ntwo\n/new\nthree \\\ncontinued\n");
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(

@@ -67,17 +67,7 @@ mod embedded {
 
     /// The verified default model in the shared cache: `<XDG_CACHE_HOME>/hermes/models/<file>`.
     fn cached_model() -> (PathBuf, PathBuf) {
-        let path = std::env::var_os("HERMES_TEST_GGUF")
-            .map(PathBuf::from)
-            .expect(
-                "HERMES_TEST_GGUF is not set: run scripts/fetch-model and export \
-             HERMES_TEST_GGUF=<the path it prints> (scripts/test does this)",
-            );
-        assert!(
-            path.is_file(),
-            "HERMES_TEST_GGUF={} does not exist: run scripts/fetch-model",
-            path.display()
-        );
+        let path = hermes_testkit::test_gguf();
         let xdg = path
             .parent()
             .filter(|d| d.ends_with("hermes/models"))

@@ -6,7 +6,6 @@ pub mod eventstream;
 pub mod sigv4;
 mod wire;
 
-use futures_util::StreamExt;
 use hermes_protocol::StreamEvent;
 
 use crate::{ChatRequest, EventStream, LlmError, Provider, ProviderOptions, ProviderSpec, http};
@@ -150,68 +149,31 @@ impl Provider for Bedrock {
         let headers = self.headers(&path, &body);
         let url = format!("{}{path}", self.base);
         let response = http::post_json(&self.client, &url, &headers, body).await?;
-        Ok(decode_event_stream(response))
+        Ok(crate::stream::decode_body(
+            response,
+            eventstream::FrameDecoder::new(),
+            wire::Decoder::default(),
+        ))
     }
 }
 
-/// The event-stream body as stream events; a body that ends before `messageStop` is a cut.
-fn decode_event_stream(response: reqwest::Response) -> EventStream {
-    struct St {
-        body: std::pin::Pin<
-            Box<dyn futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>,
-        >,
-        frames: eventstream::FrameDecoder,
-        decoder: wire::Decoder,
-        queue: std::collections::VecDeque<Result<StreamEvent, LlmError>>,
-        closed: bool,
+impl crate::stream::Framing for eventstream::FrameDecoder {
+    type Frame = eventstream::Frame;
+    fn push(&mut self, bytes: &[u8]) -> Result<Vec<eventstream::Frame>, String> {
+        eventstream::FrameDecoder::push(self, bytes)
     }
-    let st = St {
-        body: Box::pin(response.bytes_stream()),
-        frames: eventstream::FrameDecoder::new(),
-        decoder: wire::Decoder::default(),
-        queue: Default::default(),
-        closed: false,
-    };
-    Box::pin(futures_util::stream::unfold(st, |mut st| async move {
-        loop {
-            if let Some(item) = st.queue.pop_front() {
-                return Some((item, st));
-            }
-            if st.closed {
-                return None;
-            }
-            match st.body.next().await {
-                Some(Ok(bytes)) => match st.frames.push(&bytes) {
-                    Ok(frames) => {
-                        for f in frames {
-                            match st.decoder.frame(&f) {
-                                Ok(events) => st.queue.extend(events.into_iter().map(Ok)),
-                                Err(e) => {
-                                    st.queue.push_back(Err(e));
-                                    st.closed = true;
-                                    break;
-                                }
-                            }
-                        }
-                    }
-                    Err(e) => {
-                        st.queue.push_back(Err(LlmError::Decode(e)));
-                        st.closed = true;
-                    }
-                },
-                Some(Err(e)) => {
-                    st.queue.push_back(Err(LlmError::from_reqwest(&e, true)));
-                    st.closed = true;
-                }
-                None => {
-                    st.closed = true;
-                    if !st.decoder.finished {
-                        st.queue.push_back(Err(LlmError::StreamCut(
-                            "the event stream ended before the model finished".into(),
-                        )));
-                    }
-                }
-            }
-        }
-    }))
+}
+
+/// A Converse stream is complete once `messageStop` arrived; usage (`metadata`) follows it, so
+/// the body is read to its end.
+impl crate::stream::Decode<eventstream::Frame> for wire::Decoder {
+    fn decode(&mut self, frame: eventstream::Frame) -> Result<Vec<StreamEvent>, LlmError> {
+        self.frame(&frame)
+    }
+    fn is_done(&self) -> bool {
+        false
+    }
+    fn is_complete(&self) -> bool {
+        self.finished
+    }
 }

@@ -9,7 +9,7 @@ mod wire;
 use hermes_protocol::{FinishReason, StreamEvent};
 
 use crate::sse::SseEvent;
-use crate::stream::{SseDecoder, events_of};
+use crate::stream::{Decode, events_of};
 use crate::{ChatRequest, EventStream, HttpTimeouts, LlmError, Provider, ProviderSpec, http};
 
 pub struct OpenAiChat {
@@ -60,7 +60,7 @@ struct ChatDecoder {
     done: bool,
 }
 
-impl SseDecoder for ChatDecoder {
+impl Decode<SseEvent> for ChatDecoder {
     fn decode(&mut self, event: SseEvent) -> Result<Vec<StreamEvent>, LlmError> {
         let data = event.data.trim();
         if data.is_empty() {

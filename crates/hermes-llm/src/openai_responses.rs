@@ -7,7 +7,7 @@ mod wire;
 use hermes_protocol::StreamEvent;
 
 use crate::sse::SseEvent;
-use crate::stream::{SseDecoder, events_of};
+use crate::stream::{Decode, events_of};
 use crate::{ChatRequest, EventStream, LlmError, Provider, ProviderOptions, ProviderSpec, http};
 
 pub struct OpenAiResponses {
@@ -50,7 +50,7 @@ impl Provider for OpenAiResponses {
     }
 }
 
-impl SseDecoder for wire::Decoder {
+impl Decode<SseEvent> for wire::Decoder {
     fn decode(&mut self, event: SseEvent) -> Result<Vec<StreamEvent>, LlmError> {
         self.event(&event.data)
     }

@@ -1,7 +1,8 @@
-//! Turning an HTTP response body of Server-Sent Events into an [`EventStream`], whatever the
-//! wire format: each format supplies an [`SseDecoder`] that maps SSE events to
-//! [`StreamEvent`]s and says when the answer is complete. A body that ends before that is a
-//! [`LlmError::StreamCut`], so callers can keep what arrived and resume.
+//! Turning a streamed HTTP response body into an [`EventStream`], whatever the wire format: a
+//! [`Framing`] cuts the bytes into frames (SSE events, AWS event-stream messages) and each
+//! format supplies a [`Decode`] that maps frames to [`StreamEvent`]s and says when the answer
+//! is complete. A body that ends before that is a [`LlmError::StreamCut`], so callers can keep
+//! what arrived and resume.
 
 use std::collections::VecDeque;
 
@@ -11,26 +12,47 @@ use hermes_protocol::StreamEvent;
 use crate::sse::{SseEvent, SseParser};
 use crate::{EventStream, LlmError};
 
-/// One wire format's reading of its SSE events.
-pub(crate) trait SseDecoder: Send + 'static {
-    /// The stream events of one SSE event (an `Err` ends the stream).
-    fn decode(&mut self, event: SseEvent) -> Result<Vec<StreamEvent>, LlmError>;
+/// Cuts a byte stream into frames, whatever the pieces the network delivers.
+pub(crate) trait Framing: Send + 'static {
+    type Frame;
+    /// The frames these bytes complete.
+    fn push(&mut self, bytes: &[u8]) -> Result<Vec<Self::Frame>, String>;
+    /// The body ended: a frame still being built, if the format allows one.
+    fn finish(&mut self) -> Option<Self::Frame> {
+        None
+    }
+}
+
+impl Framing for SseParser {
+    type Frame = SseEvent;
+    fn push(&mut self, bytes: &[u8]) -> Result<Vec<SseEvent>, String> {
+        SseParser::push(self, bytes)
+    }
+    fn finish(&mut self) -> Option<SseEvent> {
+        SseParser::finish(self)
+    }
+}
+
+/// One wire format's reading of its frames.
+pub(crate) trait Decode<F>: Send + 'static {
+    /// The stream events of one frame (an `Err` ends the stream).
+    fn decode(&mut self, frame: F) -> Result<Vec<StreamEvent>, LlmError>;
     /// Stop reading: the server signalled the end (`[DONE]`, `message_stop`, ...).
     fn is_done(&self) -> bool;
     /// The model finished its answer (a finish reason was seen).
     fn is_complete(&self) -> bool;
 }
 
-struct State<D> {
+struct State<P, D> {
     body: std::pin::Pin<Box<dyn futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
-    parser: SseParser,
+    parser: P,
     decoder: D,
     queue: VecDeque<Result<StreamEvent, LlmError>>,
     closed: bool,
 }
 
-impl<D: SseDecoder> State<D> {
-    fn handle(&mut self, event: SseEvent) {
+impl<P: Framing, D: Decode<P::Frame>> State<P, D> {
+    fn handle(&mut self, event: P::Frame) {
         if self.closed {
             return;
         }
@@ -51,7 +73,7 @@ impl<D: SseDecoder> State<D> {
 
 /// The events of a response: decoded as SSE, or — when the server answered one JSON document
 /// despite `stream: true` — parsed whole by `whole`.
-pub(crate) async fn events_of<D: SseDecoder>(
+pub(crate) async fn events_of<D: Decode<SseEvent>>(
     response: reqwest::Response,
     decoder: D,
     whole: fn(&[u8]) -> Result<Vec<StreamEvent>, LlmError>,
@@ -66,14 +88,19 @@ pub(crate) async fn events_of<D: SseDecoder>(
             events.into_iter().map(Ok),
         )));
     }
-    Ok(decode_sse(response, decoder))
+    Ok(decode_body(response, SseParser::new(), decoder))
 }
 
-/// Streams the decoded events of an SSE response.
-fn decode_sse<D: SseDecoder>(response: reqwest::Response, decoder: D) -> EventStream {
+/// Streams the decoded events of a response body.
+pub(crate) fn decode_body<P, D>(response: reqwest::Response, parser: P, decoder: D) -> EventStream
+where
+    P: Framing,
+    P::Frame: Send,
+    D: Decode<P::Frame>,
+{
     let state = State {
         body: Box::pin(response.bytes_stream()),
-        parser: SseParser::new(),
+        parser,
         decoder,
         queue: VecDeque::new(),
         closed: false,

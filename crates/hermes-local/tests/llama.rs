@@ -20,18 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 /// The test model; a missing one fails the test (the feature is on, so it must run).
 fn model_path() -> PathBuf {
-    let path = std::env::var_os("HERMES_TEST_GGUF")
-        .map(PathBuf::from)
-        .expect(
-            "HERMES_TEST_GGUF is not set: run scripts/fetch-model and export \
-         HERMES_TEST_GGUF=<the path it prints> (scripts/test does this)",
-        );
-    assert!(
-        path.is_file(),
-        "HERMES_TEST_GGUF={} does not exist: run scripts/fetch-model",
-        path.display()
-    );
-    path
+    hermes_testkit::test_gguf()
 }
 
 /// Small context and short replies keep the tests quick; greedy sampling keeps them stable;

@@ -343,34 +343,14 @@ impl Store {
         Ok(())
     }
 
-    /// Adds one model call's token usage (and cost, when known) to the session's totals.
+    /// Adds token usage (and cost, when known) to the session's totals.
     pub fn record_usage(
         &mut self,
         id: &str,
         usage: &Usage,
         cost_usd: Option<f64>,
     ) -> Result<(), StoreError> {
-        self.write(|tx| {
-            tx.execute(
-                "UPDATE sessions SET input_tokens = input_tokens + ?2, \
-                 output_tokens = output_tokens + ?3, cache_read_tokens = cache_read_tokens + ?4, \
-                 cache_write_tokens = cache_write_tokens + ?5, \
-                 reasoning_tokens = reasoning_tokens + ?6, \
-                 estimated_cost_usd = CASE WHEN ?7 IS NULL THEN estimated_cost_usd \
-                     ELSE COALESCE(estimated_cost_usd, 0) + ?7 END \
-                 WHERE id = ?1",
-                params![
-                    id,
-                    tokens(usage.input_tokens),
-                    tokens(usage.output_tokens),
-                    tokens(usage.cache_read_tokens),
-                    tokens(usage.cache_write_tokens),
-                    tokens(usage.reasoning_tokens),
-                    cost_usd
-                ],
-            )
-        })?;
-        Ok(())
+        self.record_calls(id, 0, usage, cost_usd)
     }
 
     /// Counts one model call.

@@ -104,3 +104,19 @@ impl TestHome {
         cmd
     }
 }
+
+/// The local test model (`HERMES_TEST_GGUF`, exported by scripts/test after
+/// scripts/fetch-model). Panics with what to do when it is missing: tests built with the local
+/// model must run, never skip.
+pub fn test_gguf() -> PathBuf {
+    let path = std::env::var_os("HERMES_TEST_GGUF")
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    assert!(
+        path.is_file(),
+        "HERMES_TEST_GGUF ({}) is not a file: run scripts/fetch-model and export \
+         HERMES_TEST_GGUF=<the path it prints> (scripts/test does this)",
+        path.display()
+    );
+    path
+}

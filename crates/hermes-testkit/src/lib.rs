@@ -18,7 +18,7 @@ mod respond;
 mod responses_sse;
 mod script;
 
-pub use home::{TestHome, mock_config_yaml};
+pub use home::{TestHome, mock_config_yaml, test_gguf};
 pub use mock_server::{CapturedRequest, MockServer};
 pub use respond::Api;
 pub use script::{Exhausted, Fault, MockToolCall, MockUsage, Reply, Script, Turn};

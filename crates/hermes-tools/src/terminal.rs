@@ -170,13 +170,14 @@ pub(crate) fn shell() -> &'static str {
     }
 }
 
-/// Runs `command` in its own process group, merging stdout and stderr into one pipe.
-pub async fn run_command(
+/// Starts `command` under the shell in its own process group, stdout and stderr merged into
+/// one pipe (read from the returned receiver), with the filtered environment.
+pub(crate) fn spawn_shell(
     command: &str,
     workdir: &Path,
-    timeout: Duration,
-    ctx: &ToolContext,
-) -> Result<CommandRun, ToolError> {
+    env: &crate::secrets::ChildEnv,
+    stdin: Stdio,
+) -> Result<(tokio::process::Child, tokio::net::unix::pipe::Receiver), ToolError> {
     let (reader, writer) =
         std::io::pipe().map_err(|e| ToolError::new(format!("cannot create a pipe: {e}")))?;
     let writer_err = writer
@@ -187,20 +188,31 @@ pub async fn run_command(
         .arg(command)
         .current_dir(workdir)
         .env_clear()
-        .envs(ctx.child_env.vars().iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
+        .envs(env.vars().iter().map(|(k, v)| (k, v)))
+        .stdin(stdin)
         .stdout(Stdio::from(writer))
         .stderr(Stdio::from(writer_err))
         .process_group(0)
         .kill_on_drop(true);
-    let mut child = cmd
+    let child = cmd
         .spawn()
         .map_err(|e| ToolError::new(format!("cannot start {}: {e}", shell())))?;
     // The parent's copies of the write end must close, or reading never sees EOF.
     drop(cmd);
-    let pgid = child.id();
-    let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into())
+    let pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into())
         .map_err(|e| ToolError::new(format!("cannot read command output: {e}")))?;
+    Ok((child, pipe))
+}
+
+/// Runs `command` in its own process group, merging stdout and stderr into one pipe.
+pub async fn run_command(
+    command: &str,
+    workdir: &Path,
+    timeout: Duration,
+    ctx: &ToolContext,
+) -> Result<CommandRun, ToolError> {
+    let (mut child, mut pipe) = spawn_shell(command, workdir, &ctx.child_env, Stdio::null())?;
+    let pgid = child.id();
 
     let mut capture = BoundedCapture::new(CAPTURE_BYTES);
     let mut buf = vec![0u8; 16 * 1024];

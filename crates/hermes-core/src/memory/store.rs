@@ -368,15 +368,7 @@ fn listing(target: Target, entries: &[String], limit: usize) -> String {
 
 /// 2200 -> "2,200"
 pub fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    hermes_llm::util::thousands(n as u64)
 }
 
 #[cfg(test)]

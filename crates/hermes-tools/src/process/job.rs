@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use super::buffer::OutputBuffer;
 use crate::ToolError;
 use crate::secrets::ChildEnv;
-use crate::terminal::{shell, signal_group};
+use crate::terminal::{signal_group, spawn_shell};
 
 /// How a job ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,29 +71,7 @@ impl Job {
         workdir: &Path,
         env: &ChildEnv,
     ) -> Result<Arc<Job>, ToolError> {
-        let (reader, writer) =
-            std::io::pipe().map_err(|e| ToolError::new(format!("cannot create a pipe: {e}")))?;
-        let writer_err = writer
-            .try_clone()
-            .map_err(|e| ToolError::new(format!("cannot create a pipe: {e}")))?;
-        let mut cmd = tokio::process::Command::new(shell());
-        cmd.arg("-c")
-            .arg(command)
-            .current_dir(workdir)
-            .env_clear()
-            .envs(env.vars().iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::from(writer))
-            .stderr(Stdio::from(writer_err))
-            .process_group(0)
-            .kill_on_drop(true);
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| ToolError::new(format!("cannot start {}: {e}", shell())))?;
-        // The parent's copies of the write end must close, or reading never sees EOF.
-        drop(cmd);
-        let pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into())
-            .map_err(|e| ToolError::new(format!("cannot read command output: {e}")))?;
+        let (mut child, pipe) = spawn_shell(command, workdir, env, Stdio::piped())?;
         let (tx, rx) = watch::channel(None);
         let pid = child.id();
         let job = Arc::new(Job {
