@@ -1,7 +1,8 @@
 //! Property tests: the parsers that read model output never panic, whatever they are given.
 //! Inputs are both arbitrary Unicode and texts assembled from the syntax each parser knows
 //! (patch headers, hunk prefixes, shell quotes and operators), so the interesting paths are
-//! reached. The case count is bounded to keep the suite fast.
+//! reached. The case count is bounded to keep the suite fast, and the seed is fixed so CI is
+//! deterministic; explore further with `PROPTEST_RNG_SEED=<n> PROPTEST_CASES=<n>`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -12,10 +13,22 @@ use hermes_tools::patch::{fuzzy, v4a};
 use proptest::prelude::*;
 
 fn config() -> ProptestConfig {
+    // `default()` has read the PROPTEST_* environment; keep what it set.
+    let from_env = ProptestConfig::default();
     ProptestConfig {
-        cases: 400,
+        cases: if std::env::var_os("PROPTEST_CASES").is_some() {
+            from_env.cases
+        } else {
+            400
+        },
+        rng_seed: match from_env.rng_seed {
+            proptest::test_runner::RngSeed::Random => {
+                proptest::test_runner::RngSeed::Fixed(0x4845_524d_4553)
+            }
+            chosen => chosen,
+        },
         failure_persistence: None,
-        ..ProptestConfig::default()
+        ..from_env
     }
 }
 

@@ -40,8 +40,17 @@ pub fn locate(content: &str, pattern: &str) -> Option<Located> {
     if pattern.is_empty() {
         return None;
     }
-    STRATEGIES.iter().find_map(|(name, strategy)| {
-        let ranges = strategy(content, pattern);
+    // A pattern of only blanks would "match" every empty line under the loose strategies:
+    // only an exact occurrence means anything.
+    let strategies = if pattern.trim().is_empty() {
+        &STRATEGIES[..1]
+    } else {
+        STRATEGIES
+    };
+    strategies.iter().find_map(|(name, strategy)| {
+        let mut ranges = strategy(content, pattern);
+        // An empty span is never something the model meant to replace.
+        ranges.retain(|&(start, end)| start < end);
         (!ranges.is_empty()).then_some(Located {
             strategy: name,
             ranges,
@@ -430,6 +439,22 @@ mod tests {
             "context_aware"
         );
         assert!(locate(block, "nothing like it").is_none());
+    }
+
+    /// Regression (found by the property test in CI): a pattern of blanks matched empty lines
+    /// as zero-length ranges under the line-based strategies.
+    #[test]
+    fn blank_patterns_match_only_exactly() {
+        assert_eq!(locate("\n\n \n\n\n", "  "), None);
+        assert_eq!(found("a\n  \nb", "  "), ("exact", vec!["  ".into()]));
+        for (content, pattern) in [("\n\n", "\n"), ("x\n\ny", " \n "), ("\t\n\n", "\t\n")] {
+            if let Some(l) = locate(content, pattern) {
+                assert!(
+                    l.ranges.iter().all(|&(s, e)| s < e),
+                    "{content:?} {pattern:?}"
+                );
+            }
+        }
     }
 
     #[test]
