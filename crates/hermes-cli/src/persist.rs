@@ -64,6 +64,8 @@ pub struct Recorder {
     streamed: Mutex<String>,
     /// Output tokens of the last model call, for the assistant message it produced.
     output_tokens: Mutex<Option<u64>>,
+    /// Set by an interrupt: the next assistant message is an answer cut short.
+    cut_short: AtomicBool,
     /// How the last turn ended, recorded as the session's end reason.
     outcome: Mutex<&'static str>,
     warned: AtomicBool,
@@ -83,6 +85,7 @@ impl Recorder {
             streamed: Mutex::new(String::new()),
             output_tokens: Mutex::new(None),
             outcome: Mutex::new("user_exit"),
+            cut_short: AtomicBool::new(false),
             warned: AtomicBool::new(false),
         }
     }
@@ -145,6 +148,27 @@ impl Recorder {
         }
         current_session().set(id.clone());
         id
+    }
+
+    /// Records the model and provider in use when they changed (`/model`, `/provider`, a
+    /// fallback taking over), so the stored session names what answered last and `/new` or a
+    /// compression child starts with it.
+    pub fn note_model(&self, model: &str, provider: &str) {
+        let changed = match self.template.lock() {
+            Ok(mut t) => {
+                let changed =
+                    t.model.as_deref() != Some(model) || t.provider.as_deref() != Some(provider);
+                if changed {
+                    t.model = Some(model.to_string());
+                    t.provider = Some(provider.to_string());
+                }
+                changed
+            }
+            Err(_) => false,
+        };
+        if changed {
+            self.with_writer(|w| w.set_model(model, provider));
+        }
     }
 
     /// The id of the session being recorded into now.
@@ -270,7 +294,9 @@ impl EventSink for Recorder {
                         .and_then(|mut t| t.take())
                         .map(|n| i64::try_from(n).unwrap_or(i64::MAX));
                     meta.finish_reason = Some(
-                        if message.has_tool_calls() {
+                        if self.cut_short.swap(false, Ordering::Relaxed) {
+                            hermes_store::INTERRUPTED
+                        } else if message.has_tool_calls() {
                             "tool_calls"
                         } else {
                             "stop"
@@ -281,12 +307,19 @@ impl EventSink for Recorder {
                 writer.append(message, meta);
                 self.report_failure();
             }
-            AgentEvent::Usage(usage) => {
+            AgentEvent::Usage {
+                usage,
+                cost_usd,
+                model,
+                provider,
+            } => {
                 if let Ok(mut t) = self.output_tokens.lock() {
                     *t = Some(usage.output_tokens);
                 }
-                writer.usage(usage, None);
+                writer.usage(usage, cost_usd);
+                self.note_model(&model, &provider);
             }
+            AgentEvent::Interrupted => self.cut_short.store(true, Ordering::Relaxed),
             AgentEvent::ModelCallStarted { .. } => writer.api_call(),
             AgentEvent::ContextCompressed { messages, .. } => self.compressed(messages),
             _ => {}

@@ -266,6 +266,17 @@ fn sigint_interrupts_a_oneshot_with_exit_130() {
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(o.status.code(), Some(130));
     assert_eq!(stdout(&o), "");
+    // Regression: the cut-off answer was stored as a normal `stop`.
+    let store = hermes_store::Store::open(home.hermes_home().join("sessions.db")).unwrap();
+    let session = store.latest_session(None).unwrap().unwrap();
+    let messages = store.messages(&session.id).unwrap();
+    let last = messages.last().unwrap();
+    assert_eq!(last.message.content, "[interrupted]");
+    assert_eq!(
+        last.finish_reason.as_deref(),
+        Some(hermes_store::INTERRUPTED)
+    );
+    assert_eq!(session.end_reason.as_deref(), Some("interrupted"));
 }
 
 #[test]

@@ -10,7 +10,7 @@ use common::*;
 use std::process::Output;
 
 use hermes_store::Store;
-use hermes_testkit::{MockServer, Reply, Script, TestHome, Turn};
+use hermes_testkit::{MockServer, MockUsage, Reply, Script, TestHome, Turn};
 use serde_json::{Value, json};
 
 /// The chat with `input` typed, then end of input.
@@ -148,18 +148,25 @@ fn retry_and_undo_change_what_is_sent_and_stored() {
 fn model_switch_keeps_the_conversation_and_usage_adds_up() {
     let server = MockServer::start(Script::new(vec![
         Turn::text("hi"),
-        Turn::text("still here"),
+        // Priced in the catalogue at $5 in / $25 out per million tokens.
+        Reply::text("still here")
+            .with_usage(MockUsage {
+                prompt_tokens: 1_000_000,
+                completion_tokens: 100_000,
+                cached_tokens: 0,
+            })
+            .into(),
     ]));
     let home = home_for(&server);
     let o = chat(
         &home,
-        "hello\n/model\n/model other-model\n/provider\ncontinue\n/usage\n",
+        "hello\n/model\n/model claude-opus-4-5\n/provider\ncontinue\n/usage\n",
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.contains("Model: mock-model via custom"), "{out}");
     assert!(
-        out.contains("Now using other-model via custom; the conversation continues."),
+        out.contains("Now using claude-opus-4-5 via custom; the conversation continues."),
         "{out}"
     );
     assert!(
@@ -170,7 +177,7 @@ fn model_switch_keeps_the_conversation_and_usage_adds_up() {
     assert!(out.contains("Session     2 turns · 2 calls ·"), "{out}");
     assert!(out.contains("Context     ~"), "{out}");
     let requests = server.chat_requests();
-    assert_eq!(requests[1]["model"], "other-model");
+    assert_eq!(requests[1]["model"], "claude-opus-4-5");
     assert_eq!(
         contents(requests[1]["messages"].as_array().unwrap()),
         vec!["hello", "hi", "continue"]
@@ -179,13 +186,24 @@ fn model_switch_keeps_the_conversation_and_usage_adds_up() {
         requests[1]["messages"][0]["content"]
             .as_str()
             .unwrap()
-            .contains("other-model"),
+            .contains("claude-opus-4-5"),
         "the new model's system prompt"
     );
     let s = store(&home);
     let sessions = s.list_sessions(5, None).unwrap();
     assert_eq!(sessions.len(), 1, "one stored session across the switch");
     assert_eq!(sessions[0].session.message_count, 4);
+    // Regression: the session kept the first model's name and never got a cost.
+    assert_eq!(
+        sessions[0].session.model.as_deref(),
+        Some("claude-opus-4-5")
+    );
+    assert_eq!(sessions[0].session.provider.as_deref(), Some("custom"));
+    let cost = sessions[0].session.estimated_cost_usd.unwrap();
+    assert!(
+        (cost - 7.5).abs() < 1e-9,
+        "only the priced call counts: {cost}"
+    );
     let bad = chat(&home, "/provider no-such-provider\n/model\n");
     assert!(bad.status.success());
     let out = stdout(&bad);

@@ -271,6 +271,7 @@ impl Agent {
                     } else {
                         &text
                     };
+                    sink.emit(AgentEvent::Interrupted);
                     append(
                         &mut turn,
                         sink,
@@ -319,7 +320,12 @@ impl Agent {
                     (_, Some(total), Some(c)) => Some(total + c),
                     _ => None,
                 };
-                sink.emit(AgentEvent::Usage(usage));
+                sink.emit(AgentEvent::Usage {
+                    usage,
+                    cost_usd: priced,
+                    model: self.model().to_string(),
+                    provider: self.provider().name().to_string(),
+                });
             }
             let reasoning = Some(response.reasoning.clone());
             let details = response.reasoning_details.clone();

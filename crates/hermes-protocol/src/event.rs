@@ -73,11 +73,20 @@ pub enum AgentEvent {
     },
     /// Something worth telling the user that is not part of the answer (retry, repair, ...).
     Status(String),
-    /// Token usage of one model call.
-    Usage(Usage),
+    /// Token usage of one model call, its estimated cost (`None` when the model has no known
+    /// price), and the model and provider that answered (a fallback may have taken over).
+    Usage {
+        usage: Usage,
+        cost_usd: Option<f64>,
+        model: String,
+        provider: String,
+    },
     /// A message was appended to the conversation (the user message, each assistant message,
     /// each tool result), in order, the moment it exists: persistence listens to this.
     MessageAdded(Message),
+    /// The user interrupted a model call: the next `MessageAdded` is the answer as far as it
+    /// had streamed (or `[interrupted]`), so persistence records it as cut off.
+    Interrupted,
     /// The conversation was compressed: `messages` replaces everything said so far (the system
     /// prompt excepted). Persistence continues the session from these.
     ContextCompressed {

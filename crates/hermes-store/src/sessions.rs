@@ -343,6 +343,18 @@ impl Store {
         Ok(())
     }
 
+    /// Records the model and provider now in use (after `/model`, or a fallback).
+    pub fn set_model(&mut self, id: &str, model: &str, provider: &str) -> Result<(), StoreError> {
+        let now = time::now();
+        self.write(|tx| {
+            tx.execute(
+                "UPDATE sessions SET model = ?2, provider = ?3, updated_at = ?4 WHERE id = ?1",
+                params![id, model, provider, now],
+            )
+        })?;
+        Ok(())
+    }
+
     /// Adds token usage (and cost, when known) to the session's totals.
     pub fn record_usage(
         &mut self,

@@ -55,6 +55,7 @@ enum Command {
     End(String),
     Truncate(usize),
     Deactivate,
+    SetModel(String, String),
 }
 
 /// The handle the frontend holds. Dropping it commits what is queued and stops the thread.
@@ -110,6 +111,11 @@ impl SessionWriter {
     /// Adds one model call's usage (and cost, when known) to the session's totals.
     pub fn usage(&self, usage: Usage, cost_usd: Option<f64>) {
         self.send(Command::Usage(usage, cost_usd));
+    }
+
+    /// Records the model and provider now in use for the session.
+    pub fn set_model(&self, model: &str, provider: &str) {
+        self.send(Command::SetModel(model.to_string(), provider.to_string()));
     }
 
     /// Counts one model call.
@@ -344,6 +350,16 @@ impl Worker {
                 }
             }
             Command::ApiCall => self.calls.api_calls += 1,
+            Command::SetModel(model, provider) => match &mut self.pending {
+                Some(new) => {
+                    new.model = Some(model);
+                    new.provider = Some(provider);
+                }
+                None => {
+                    let id = self.session_id.clone();
+                    self.with_store(|s| s.set_model(&id, &model, &provider));
+                }
+            },
             Command::SetTitle(title, reply) => {
                 self.settle();
                 let id = self.session_id.clone();

@@ -160,6 +160,8 @@ impl Repl {
             .count();
         old.background.shutdown().await;
         self.args = args;
+        self.recorder
+            .note_model(self.session.agent.model(), &self.session.spec.provider);
         self.say(&format!(
             "Now using {} via {}; the conversation continues.",
             self.session.agent.model(),
