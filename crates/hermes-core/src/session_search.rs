@@ -156,19 +156,19 @@ impl Tool for SessionSearchTool {
     }
 
     fn description(&self) -> &'static str {
-        "Search and read earlier conversations with the user (every past session on this machine). Use it when the user refers to something discussed before (\"what did we decide about X\", \"the script from last week\"). With `query`: the best-matching past sessions, each with the matching passage (hits marked >>>like this<<<), the messages around it (ids included) and how the session began and ended. All words must match; use OR for alternatives, \"quotes\" for a phrase, deploy* for a prefix. With `session_id` and `around_message_id`: the messages around that message (pass the first or last id you got to read on). With only `session_id`: that session from its start. With no arguments: the most recent sessions. The current conversation is never searched: it is already in your context."
+        "Search past conversations with the user (all earlier sessions). Use it when the user refers to earlier work (\"what did we decide about X\"). `query`: the best-matching sessions with the hit marked >>>like this<<<, the messages around it (with ids) and how each session began and ended; all words must match, OR for alternatives, \"a phrase\", prefix*. `session_id` + `around_message_id`: the messages around that id (page on with the first or last id). Only `session_id`: that session from its start. No arguments: recent sessions. The current conversation is not searched."
     }
 
     fn parameters(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
-                "query": {"type": "string", "description": "Words, \"a phrase\", prefix*, OR / NOT. Omit to list recent sessions."},
+                "query": {"type": "string", "description": "Search words. Omit to list recent sessions."},
                 "limit": {"type": "integer", "description": "Sessions to return (default 3, at most 10).", "default": DEFAULT_LIMIT},
-                "session_id": {"type": "string", "description": "A session from an earlier result: read it, or (with query) search only it."},
-                "around_message_id": {"type": "integer", "description": "With session_id: return the messages around this message id."},
-                "window": {"type": "integer", "description": "Messages on each side of the matched or given message (default 5, at most 20).", "default": DEFAULT_WINDOW},
-                "role_filter": {"type": "string", "description": "Comma-separated roles to search and show: user, assistant, tool (default user,assistant)."}
+                "session_id": {"type": "string", "description": "Read this session, or (with query) search only it."},
+                "around_message_id": {"type": "integer", "description": "With session_id: the messages around this id."},
+                "window": {"type": "integer", "description": "Messages on each side (default 5, max 20).", "default": DEFAULT_WINDOW},
+                "role_filter": {"type": "string", "description": "Roles to search and show, comma-separated (default user,assistant; also tool)."}
             },
             "required": []
         })
