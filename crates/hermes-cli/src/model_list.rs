@@ -103,15 +103,16 @@ pub fn render(config: &Config, env: &Environment) -> String {
             out.push_str(&named_line(n, active_id.as_deref()));
         }
     }
-    let fallbacks: Vec<String> = config
-        .raw
-        .get("fallback_providers")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+    let fallbacks: Vec<String> = crate::provider::fallback_chain(config)
+        .iter()
         .map(|f| {
-            let p = f.get("provider").and_then(Value::as_str).unwrap_or("?");
+            let p = f
+                .entry
+                .get("provider")
+                .and_then(Value::as_str)
+                .unwrap_or("?");
             let m = f
+                .entry
                 .get("model")
                 .and_then(Value::as_str)
                 .unwrap_or("default model");

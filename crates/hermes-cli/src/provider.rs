@@ -1,7 +1,8 @@
 //! Building the model providers of a session from config and environment: the primary
 //! (resolved command line > config.yaml > environment, named `custom_providers` included),
 //! wrapped in a credential pool when several keys are configured, and the
-//! `fallback_providers` tried in order when it fails for good.
+//! fallback chain (`fallback_providers`, then the older `fallback_model`) tried in order when
+//! it fails for good.
 
 use std::sync::Arc;
 
@@ -142,8 +143,61 @@ fn pool_keys(spec: &ProviderSpec, config: &Config, env: &Environment) -> (Vec<St
     (keys, strategy)
 }
 
-/// `fallback_providers: [{provider, model, base_url, api_key, api_mode}]`, resolved and built;
-/// entries that cannot be used become warnings instead of failing the run.
+/// One entry of the fallback chain and where it came from (`fallback_providers[1]`).
+pub struct FallbackEntry {
+    pub label: String,
+    pub entry: Value,
+}
+
+impl FallbackEntry {
+    fn text(&self, key: &str) -> Option<String> {
+        self.entry
+            .get(key)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    }
+}
+
+/// The fallback chain: `fallback_providers` in order, then the Python Hermes's older
+/// `fallback_model` (one entry or a list) so configs written for it keep working. An entry
+/// naming the same provider, model and base URL as an earlier one is skipped.
+pub fn fallback_chain(config: &Config) -> Vec<FallbackEntry> {
+    let mut seen = std::collections::HashSet::new();
+    let mut chain = Vec::new();
+    for key in ["fallback_providers", "fallback_model"] {
+        let entries: Vec<(String, Value)> = match config.raw.get(key) {
+            Some(Value::Array(list)) => list
+                .iter()
+                .enumerate()
+                .map(|(i, e)| (format!("{key}[{i}]"), e.clone()))
+                .collect(),
+            Some(Value::Null) | None => Vec::new(),
+            Some(one) => vec![(key.to_string(), one.clone())],
+        };
+        for (label, entry) in entries {
+            let entry = FallbackEntry { label, entry };
+            let route = (
+                entry.text("provider").unwrap_or_default().to_lowercase(),
+                entry.text("model").unwrap_or_default().to_lowercase(),
+                entry
+                    .text("base_url")
+                    .unwrap_or_default()
+                    .trim_end_matches('/')
+                    .to_lowercase(),
+            );
+            if !entry.entry.is_object() || seen.insert(route) {
+                chain.push(entry);
+            }
+        }
+    }
+    chain
+}
+
+/// The fallback chain ([`fallback_chain`]: `{provider, model, base_url, api_key | key_env,
+/// api_mode}` each), resolved and built; entries that cannot be used become warnings instead
+/// of failing the run.
 fn fallbacks(
     config: &Config,
     env: &Environment,
@@ -153,20 +207,29 @@ fn fallbacks(
 ) -> (Vec<ModelTarget>, Vec<String>) {
     let mut targets = Vec::new();
     let mut warnings = Vec::new();
-    let entries = config
-        .raw
-        .get("fallback_providers")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    for (i, entry) in entries.iter().enumerate() {
-        let text = |k: &str| entry.get(k).and_then(Value::as_str).map(str::to_string);
+    for entry in fallback_chain(config) {
+        if !entry.entry.is_object() {
+            warnings.push(format!(
+                "{} is skipped: expected a mapping with provider and model",
+                entry.label
+            ));
+            continue;
+        }
+        // `key_env` (or `api_key_env`) names the variable holding the key, as for
+        // `custom_providers`.
+        let key_from_env = || {
+            entry
+                .text("key_env")
+                .or_else(|| entry.text("api_key_env"))
+                .and_then(|name| env.var(&name))
+                .filter(|k| !k.trim().is_empty())
+        };
         let settings = ModelSettings {
-            provider: text("provider"),
-            default: text("model").or_else(|| text("default")),
-            base_url: text("base_url"),
-            api_key: text("api_key"),
-            api_mode: text("api_mode"),
+            provider: entry.text("provider"),
+            default: entry.text("model").or_else(|| entry.text("default")),
+            base_url: entry.text("base_url"),
+            api_key: entry.text("api_key").or_else(key_from_env),
+            api_mode: entry.text("api_mode"),
             ..ModelSettings::default()
         };
         let built = hermes_llm::resolve::resolve_with(&settings, env, &Overrides::default(), named)
@@ -181,7 +244,7 @@ fn fallbacks(
             });
         match built {
             Ok(t) => targets.push(t),
-            Err(e) => warnings.push(format!("fallback_providers[{i}] is skipped: {e}")),
+            Err(e) => warnings.push(format!("{} is skipped: {e}", entry.label)),
         }
     }
     (targets, warnings)

@@ -65,6 +65,50 @@ fn fallback_providers_take_over_when_the_primary_fails() {
     );
 }
 
+/// Configs written for the Python Hermes name their fallback with the older `fallback_model`
+/// (a single mapping, key from `key_env`); it joins the chain after `fallback_providers`, and a
+/// route named twice is tried once.
+#[test]
+fn the_older_fallback_model_key_still_falls_back() {
+    let primary = MockServer::start(Script::new(vec![Fault::http(401, "bad key").into()]));
+    let backup = MockServer::start(Script::new(vec![Turn::text("legacy backup answer")]));
+    let home = TestHome::new();
+    home.write_config(&format!(
+        "{}fallback_providers:\n  - provider: no-such-provider\n    model: x\nfallback_model:\n  provider: custom\n  model: legacy-model\n  base_url: {}/\n  key_env: BACKUP_KEY\n",
+        hermes_testkit::mock_config_yaml(&primary),
+        backup.base_url()
+    ));
+    let o = home
+        .command(bin())
+        .args(["-z", "hi"])
+        .env("BACKUP_KEY", "sk-legacy")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "legacy backup answer\n");
+    assert!(
+        stderr(&o).contains("fallback_providers[0] is skipped"),
+        "{}",
+        stderr(&o)
+    );
+    let reqs = backup.requests();
+    assert_eq!(reqs[0].header("authorization"), Some("Bearer sk-legacy"));
+    assert_eq!(reqs[0].body["model"], "legacy-model");
+
+    // The same route under both keys is listed (and tried) once.
+    home.write_config(&format!(
+        "{}fallback_providers:\n  - provider: custom\n    model: legacy-model\n    base_url: {}\nfallback_model:\n  - provider: custom\n    model: Legacy-Model\n    base_url: {}/\n",
+        hermes_testkit::mock_config_yaml(&primary),
+        backup.base_url(),
+        backup.base_url()
+    ));
+    let listing = stdout(&run(&home, &["model"]));
+    assert!(
+        listing.contains("Fallbacks, in order: custom · legacy-model\n"),
+        "{listing}"
+    );
+}
+
 #[test]
 fn a_credential_pool_rotates_a_rejected_key_and_remembers() {
     let server = MockServer::start(Script::new(vec![
