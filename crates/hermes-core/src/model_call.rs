@@ -285,7 +285,7 @@ impl ModelCall<'_> {
     fn explain(&self, provider: &dyn Provider, error: &LlmError, class: ErrorClass) -> String {
         match class {
             ErrorClass::Auth => match self.key_hint {
-                Some(source) => format!("{error} (the API key from {source} was rejected)"),
+                Some(source) => format!("{error} (the credentials from {source} were rejected)"),
                 None => format!("{error} (no API key was sent; set one for this provider)"),
             },
             ErrorClass::ContextOverflow => format!(

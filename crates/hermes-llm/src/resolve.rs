@@ -394,6 +394,10 @@ pub fn resolve_with(
         api_key = env
             .var("AWS_BEARER_TOKEN_BEDROCK")
             .inspect(|_| key_source = Some("AWS_BEARER_TOKEN_BEDROCK".to_string()));
+        if api_key.is_none() && env.var("AWS_ACCESS_KEY_ID").is_some() {
+            // SigV4: no key is sent, but credentials are, and a rejection must name them.
+            key_source = Some("AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (SigV4)".to_string());
+        }
     }
     if api_key.is_none() && preset.id == "custom" && base_from_env {
         api_key = env

@@ -213,11 +213,27 @@ pub(crate) async fn write_sse_head<W: AsyncWrite + Unpin>(
     w: &mut W,
     close: bool,
 ) -> io::Result<()> {
-    let head = format!(
-        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\
-         Transfer-Encoding: chunked\r\nConnection: {}\r\n\r\n",
+    let headers = [
+        ("Content-Type".to_owned(), "text/event-stream".to_owned()),
+        ("Cache-Control".to_owned(), "no-cache".to_owned()),
+    ];
+    write_chunked_head(w, &headers, close).await
+}
+
+/// Writes the head of a 200 chunked response with these headers.
+pub(crate) async fn write_chunked_head<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    headers: &[(String, String)],
+    close: bool,
+) -> io::Result<()> {
+    let mut head = "HTTP/1.1 200 OK\r\n".to_owned();
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str(&format!(
+        "Transfer-Encoding: chunked\r\nConnection: {}\r\n\r\n",
         connection_value(close)
-    );
+    ));
     w.write_all(head.as_bytes()).await?;
     w.flush().await
 }

@@ -1,5 +1,6 @@
-//! Dev-only test kit for the Hermes workspace: a scripted mock
-//! OpenAI-compatible LLM server with fault injection and request capture,
+//! Dev-only test kit for the Hermes workspace: a scripted mock LLM server
+//! (OpenAI Chat Completions, Anthropic Messages, OpenAI Responses and AWS
+//! Bedrock Converse) with fault injection and request capture,
 //! and isolated temp homes for running the `hermes` binary.
 //!
 //! ```no_run
@@ -10,6 +11,7 @@
 //! ```
 
 mod anthropic_sse;
+pub mod bedrock_stream;
 mod home;
 mod http;
 mod mock_server;

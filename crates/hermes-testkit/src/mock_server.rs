@@ -48,7 +48,8 @@ fn strip_query(target: &str) -> &str {
     target.split('?').next().unwrap_or_default()
 }
 
-/// A model request of any supported wire format (chat completions, messages, responses).
+/// A model request of any supported wire format (chat completions, messages, responses,
+/// Bedrock converse).
 fn is_chat(method: &str, target: &str) -> bool {
     method.eq_ignore_ascii_case("POST") && crate::respond::Api::of_path(target).is_some()
 }
@@ -207,7 +208,7 @@ impl MockServer {
         self.shared.lock().requests.clone()
     }
 
-    /// Only `POST .../chat/completions` requests, bodies parsed as JSON.
+    /// Only model requests (any wire format, see [`crate::Api`]), bodies parsed as JSON.
     pub fn chat_requests(&self) -> Vec<Value> {
         self.shared
             .lock()

@@ -9,9 +9,9 @@ use serde_json::{Value, json};
 use tokio::io::AsyncWrite;
 
 use crate::http::{self, Request};
-use crate::openai_sse::{RenderCtx, StreamPlan, completion_json, sse_event};
+use crate::openai_sse::{RenderCtx, StreamPlan, completion_json};
 use crate::script::{Exhausted, Fault, Reply, Script, Turn};
-use crate::{anthropic_sse, responses_sse};
+use crate::{anthropic_sse, bedrock_stream, responses_sse};
 
 /// What a request resolved to when it was captured.
 #[derive(Debug)]
@@ -78,6 +78,8 @@ pub enum Api {
     AnthropicMessages,
     /// `POST …/responses`
     Responses,
+    /// `POST …/model/{modelId}/converse-stream` (or `…/converse`): AWS Bedrock Converse.
+    BedrockConverse,
 }
 
 impl Api {
@@ -88,7 +90,9 @@ impl Api {
             .next()
             .unwrap_or_default()
             .trim_end_matches('/');
-        if p.ends_with("/chat/completions") {
+        if p.contains("/model/") && (p.ends_with("/converse-stream") || p.ends_with("/converse")) {
+            Some(Api::BedrockConverse)
+        } else if p.ends_with("/chat/completions") {
             Some(Api::OpenAiChat)
         } else if p.ends_with("/messages") {
             Some(Api::AnthropicMessages)
@@ -113,15 +117,22 @@ impl ChatRequest {
     fn parse(req: &Request) -> ChatRequest {
         let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
         let is_true = |v: Option<&Value>| v == Some(&Value::Bool(true));
+        let api = Api::of_path(req.path()).unwrap_or(Api::OpenAiChat);
+        // Bedrock says "stream" and the model id in the path, not the body.
+        let bedrock = api == Api::BedrockConverse;
         ChatRequest {
-            api: Api::of_path(req.path()).unwrap_or(Api::OpenAiChat),
-            stream: is_true(body.get("stream")),
+            api,
+            stream: if bedrock {
+                req.path().ends_with("/converse-stream")
+            } else {
+                is_true(body.get("stream"))
+            },
             include_usage: is_true(body.pointer("/stream_options/include_usage")),
-            model: body
-                .get("model")
-                .and_then(Value::as_str)
-                .unwrap_or("mock-model")
-                .to_owned(),
+            model: bedrock
+                .then(|| bedrock_stream::model_of_path(req.path()))
+                .flatten()
+                .or_else(|| body.get("model").and_then(Value::as_str).map(str::to_owned))
+                .unwrap_or_else(|| "mock-model".to_owned()),
             prompt_bytes: req.body.len(),
         }
     }
@@ -178,33 +189,74 @@ async fn reply<W: AsyncWrite + Unpin>(
             Api::OpenAiChat => completion_json(reply, &ctx),
             Api::AnthropicMessages => anthropic_sse::message_json(reply, &ctx),
             Api::Responses => responses_sse::response_json(reply, &ctx),
+            Api::BedrockConverse => bedrock_stream::converse_json(reply, &ctx),
         };
         let bytes = body.to_string().into_bytes();
         http::write_response(w, 200, &content_type_json(), &bytes, close).await?;
         return Ok(Outcome::KeepAlive);
     }
-    http::write_sse_head(w, close).await?;
-    let events = match chat.api {
-        Api::OpenAiChat => StreamPlan::new(reply, &ctx).events(chat.include_usage),
-        Api::AnthropicMessages => {
-            let (mut body, finish) = anthropic_sse::stream_events(reply, &ctx);
-            body.extend(finish);
-            body
-        }
-        Api::Responses => {
-            let (mut body, finish) = responses_sse::stream_events(reply, &ctx);
-            body.extend(finish);
-            body
-        }
-    };
-    for (i, event) in events.iter().enumerate() {
+    let (body, finish) = stream_body(reply, chat, &ctx);
+    write_stream_head(w, chat.api, turn, close).await?;
+    for (i, event) in body.iter().chain(&finish).enumerate() {
         if i > 0 {
             sleep_ms(reply.chunk_delay_ms).await;
         }
-        http::write_chunk(w, event.as_bytes()).await?;
+        http::write_chunk(w, event).await?;
     }
     http::write_last_chunk(w).await?;
     Ok(Outcome::KeepAlive)
+}
+
+/// The streamed events of a reply as bytes, one HTTP chunk each: `(body, finish)`; a
+/// mid-stream drop sends part of `body` and never `finish`.
+fn stream_body(reply: &Reply, chat: &ChatRequest, ctx: &RenderCtx) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let bytes = |events: Vec<String>| events.into_iter().map(String::into_bytes).collect();
+    match chat.api {
+        Api::OpenAiChat => {
+            let plan = StreamPlan::new(reply, ctx);
+            let deltas = plan.deltas.len();
+            let mut all: Vec<Vec<u8>> = bytes(plan.events(chat.include_usage));
+            let finish = all.split_off(deltas);
+            (all, finish)
+        }
+        Api::AnthropicMessages => {
+            let (body, finish) = anthropic_sse::stream_events(reply, ctx);
+            (bytes(body), bytes(finish))
+        }
+        Api::Responses => {
+            let (body, finish) = responses_sse::stream_events(reply, ctx);
+            (bytes(body), bytes(finish))
+        }
+        Api::BedrockConverse => bedrock_stream::stream_events(reply, ctx),
+    }
+}
+
+/// The head of a 200 streamed response: SSE, or Bedrock's binary event stream.
+async fn write_stream_head<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    api: Api,
+    turn: usize,
+    close: bool,
+) -> io::Result<()> {
+    match api {
+        Api::BedrockConverse => {
+            let headers = vec![
+                (
+                    "Content-Type".to_owned(),
+                    bedrock_stream::CONTENT_TYPE.to_owned(),
+                ),
+                ("x-amzn-RequestId".to_owned(), bedrock_request_id(turn)),
+            ];
+            http::write_chunked_head(w, &headers, close).await
+        }
+        Api::OpenAiChat | Api::AnthropicMessages | Api::Responses => {
+            http::write_sse_head(w, close).await
+        }
+    }
+}
+
+fn bedrock_request_id(turn: usize) -> String {
+    format!("00000000-0000-4000-8000-{turn:012}")
 }
 
 async fn fault<W: AsyncWrite + Unpin>(
@@ -254,6 +306,7 @@ async fn fault<W: AsyncWrite + Unpin>(
                     Api::OpenAiChat => completion_json(&reply, &ctx),
                     Api::AnthropicMessages => anthropic_sse::message_json(&reply, &ctx),
                     Api::Responses => responses_sse::response_json(&reply, &ctx),
+                    Api::BedrockConverse => bedrock_stream::converse_json(&reply, &ctx),
                 };
                 let bytes = body.to_string().into_bytes();
                 let head = format!(
@@ -265,21 +318,13 @@ async fn fault<W: AsyncWrite + Unpin>(
                 tokio::io::AsyncWriteExt::write_all(w, &out).await?;
                 return Ok(Outcome::Close);
             }
-            http::write_sse_head(w, false).await?;
-            let body: Vec<String> = match chat.api {
-                Api::OpenAiChat => StreamPlan::new(&reply, &ctx)
-                    .deltas
-                    .iter()
-                    .map(sse_event)
-                    .collect(),
-                Api::AnthropicMessages => anthropic_sse::stream_events(&reply, &ctx).0,
-                Api::Responses => responses_sse::stream_events(&reply, &ctx).0,
-            };
+            write_stream_head(w, chat.api, turn, false).await?;
+            let (body, _) = stream_body(&reply, chat, &ctx);
             for (i, event) in body.iter().take(after_chunks).enumerate() {
                 if i > 0 {
                     sleep_ms(reply.chunk_delay_ms).await;
                 }
-                http::write_chunk(w, event.as_bytes()).await?;
+                http::write_chunk(w, event).await?;
             }
             Ok(Outcome::Close)
         }
@@ -319,14 +364,20 @@ async fn write_error<W: AsyncWrite + Unpin>(
     retry_after: Option<u64>,
     close: bool,
 ) -> io::Result<()> {
+    let mut headers = content_type_json();
     let body = match api {
         Api::AnthropicMessages => anthropic_sse::error_json(status, message),
+        Api::BedrockConverse => {
+            let (error_type, body) = bedrock_stream::error_response(status, message);
+            headers.push(("x-amzn-ErrorType".to_owned(), error_type));
+            headers.push(("x-amzn-RequestId".to_owned(), bedrock_request_id(0)));
+            body
+        }
         Api::OpenAiChat | Api::Responses => {
             let (kind, code) = error_kind(status);
             json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
         }
     };
-    let mut headers = content_type_json();
     if let Some(secs) = retry_after {
         headers.push(("Retry-After".to_owned(), secs.to_string()));
     }
