@@ -363,3 +363,35 @@ fn an_answer_cut_mid_stream_is_kept_and_continued() {
         messages[n - 1]
     );
 }
+
+/// A throttling exception frame in the middle of an answer: the text so far is kept, the call
+/// is retried after the backoff, and the model continues from where it was.
+#[test]
+fn a_throttling_exception_mid_answer_is_retried_and_the_text_kept() {
+    let server = MockServer::start(Script::new(vec![
+        Fault::error_mid_stream(
+            3,
+            Reply::text("ALPHA-1 ALPHA-2 ALPHA-3").with_chunk_size(4),
+            "throttlingException",
+            "Too many tokens, please wait before trying again.",
+        )
+        .into(),
+        Turn::text("ALPHA-2 ALPHA-3 done."),
+    ]));
+    let home = bedrock_home(&server);
+    let o = run_with_env(&home, BEARER, &["-z", "count"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "ALPHA-1 ALPHA-2 ALPHA-3 done.\n");
+    let err = stderr(&o);
+    assert!(
+        err.contains("throttlingException") && err.contains("retrying in"),
+        "{err}"
+    );
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2);
+    let messages = reqs[1].body["messages"].as_array().unwrap();
+    assert_eq!(
+        messages[messages.len() - 2]["content"],
+        json!([{"text": "ALPHA-1 "}])
+    );
+}

@@ -20,7 +20,7 @@ use crate::memory::scrub::AnswerFilter;
 
 /// Sent after a response that broke off mid-answer, with the partial answer as the preceding
 /// assistant message.
-pub(crate) const CONTINUE_NOTE: &str = "[System: your previous reply was cut off by a network error after the text above. Continue exactly where it stopped, without repeating anything.]";
+pub(crate) const CONTINUE_NOTE: &str = "[System: your previous reply was cut off by a network or provider error after the text above. Continue exactly where it stopped, without repeating anything.]";
 
 /// Why a model call produced no response.
 #[derive(Debug)]
@@ -141,8 +141,9 @@ impl ModelCall<'_> {
                     let class = error.class();
                     let cut = error.is_stream_cut();
                     // A half-streamed tool call is discarded and asked for again; half an
-                    // answer is kept and continued.
-                    if cut && !had_tool_calls {
+                    // answer (cut, or ended by an error the provider sent mid-stream) was
+                    // shown, so it is kept and continued.
+                    if !had_tool_calls {
                         kept_text.push_str(&text);
                         kept_reasoning.push_str(&reasoning);
                     }

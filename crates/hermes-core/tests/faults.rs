@@ -115,6 +115,36 @@ async fn an_answer_cut_mid_stream_is_continued_not_lost() {
     assert_eq!(result.messages.len(), 2);
 }
 
+/// Regression: an error the provider sent inside the stream (here OpenAI's `server_error`)
+/// after some text discarded the text that had been shown.
+#[tokio::test]
+async fn an_answer_ended_by_an_in_stream_error_is_continued_not_lost() {
+    let (server, result) = run(vec![
+        Fault::error_mid_stream(
+            3,
+            Reply::text("BETA-1 BETA-2 BETA-3").with_chunk_size(4),
+            "server_error",
+            "The server had an error while processing your request.",
+        )
+        .into(),
+        Turn::text(" BETA-3 done."),
+    ])
+    .await;
+    let reqs = server.chat_requests();
+    assert_eq!(reqs.len(), 2);
+    let msgs = messages(&reqs[1]);
+    let partial = msgs[msgs.len() - 2]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        !partial.is_empty() && "BETA-1 BETA-2 BETA-3".starts_with(&partial),
+        "{partial}"
+    );
+    assert_eq!(result.final_text, format!("{partial} BETA-3 done.").trim());
+    assert_eq!(result.messages.len(), 2);
+}
+
 #[tokio::test]
 async fn a_tool_call_cut_mid_stream_is_discarded_and_requested_again() {
     let tmp = tempfile::tempdir().unwrap();

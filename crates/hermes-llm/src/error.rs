@@ -168,6 +168,16 @@ fn classify_http(status: u16, message: &str) -> ErrorClass {
 fn classify_message(message: &str) -> Option<ErrorClass> {
     let m = message.to_ascii_lowercase();
     let any = |needles: &[&str]| needles.iter().any(|n| m.contains(n));
+    // Throttling first: Bedrock's says "Too many tokens, please wait", which is not an overflow.
+    if any(&[
+        "rate limit",
+        "rate_limit",
+        "too many requests",
+        "throttl",
+        "please wait",
+    ]) {
+        return Some(ErrorClass::RateLimit);
+    }
     if any(&[
         "context_length_exceeded",
         "maximum context length",
@@ -222,8 +232,19 @@ fn classify_message(message: &str) -> Option<ErrorClass> {
         "unauthorized",
     ]) {
         Some(ErrorClass::Auth)
-    } else if any(&["rate limit", "rate_limit", "too many requests"]) {
-        Some(ErrorClass::RateLimit)
+    } else if any(&["serviceunavailableexception", "service_unavailable"]) {
+        Some(ErrorClass::Overloaded)
+    } else if any(&["modeltimeoutexception"]) {
+        Some(ErrorClass::Timeout)
+    } else if any(&[
+        "server_error",
+        "internalserverexception",
+        "modelstreamerrorexception",
+        "api_error",
+    ]) {
+        // The kinds providers give errors of their own inside a stream (OpenAI
+        // `server_error`, Anthropic `api_error`, Bedrock's exceptions).
+        Some(ErrorClass::ServerError)
     } else {
         None
     }
@@ -246,6 +267,21 @@ pub(crate) fn error_message(body: &[u8], status: u16) -> String {
         None if text.trim().is_empty() => canonical_reason(status).to_string(),
         None => snippet(text.trim()),
     }
+}
+
+/// An error object sent inside a 200 stream (`{"message", "type" | "code"}`), as an error whose
+/// text keeps the provider's error kind, which the classifier reads (`rate_limit_exceeded:
+/// ...`, `server_error: ...`).
+pub(crate) fn in_stream(e: &Value) -> LlmError {
+    let message = error_text(e);
+    let kind = ["type", "code"]
+        .iter()
+        .filter_map(|k| e.get(*k).and_then(Value::as_str))
+        .find(|k| !k.is_empty() && *k != "error" && !message.contains(*k));
+    LlmError::InStream(match kind {
+        Some(kind) => format!("{kind}: {message}"),
+        None => message,
+    })
 }
 
 pub(crate) fn error_text(e: &Value) -> String {

@@ -5,8 +5,8 @@
 
 use futures_util::StreamExt;
 use hermes_llm::{ChatRequest, ErrorClass, HttpTimeouts, ProviderSpec, WireFormat};
-use hermes_protocol::Message;
-use hermes_testkit::{Fault, MockServer, Script};
+use hermes_protocol::{Message, StreamEvent};
+use hermes_testkit::{Fault, MockServer, Reply, Script};
 
 use ErrorClass::*;
 
@@ -186,6 +186,19 @@ const CASES: &[(&str, u16, &str, ErrorClass)] = &[
         ServerError,
     ),
     ("gateway timeout", 504, "", Timeout),
+    // Regression: "too many tokens" was read as a context overflow.
+    (
+        "bedrock throttling",
+        429,
+        r#"{"message":"Too many tokens, please wait before trying again."}"#,
+        RateLimit,
+    ),
+    (
+        "bedrock context",
+        400,
+        r#"{"message":"Input is too long for requested model."}"#,
+        ContextOverflow,
+    ),
 ];
 
 #[tokio::test]
@@ -230,6 +243,148 @@ async fn real_provider_error_bodies_classify() {
             !err.to_string().contains('{') || *name == "openrouter upstream context",
             "{name}: message should be readable: {err}"
         );
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// Errors a provider reports inside a 200 stream, in each wire format's own shape, after some
+/// text has arrived: the text is delivered, then the error, classified by the kind the provider
+/// gave it.
+#[tokio::test]
+async fn errors_inside_a_stream_classify_in_every_wire_format() {
+    let mut cases: Vec<(WireFormat, &str, &str, ErrorClass)> = vec![
+        (
+            WireFormat::OpenAiChat,
+            "rate_limit_exceeded",
+            "Rate limit reached for requests",
+            RateLimit,
+        ),
+        (
+            WireFormat::OpenAiChat,
+            "server_error",
+            "The server had an error while processing your request. Sorry about that!",
+            ServerError,
+        ),
+        (
+            WireFormat::OpenAiChat,
+            "context_length_exceeded",
+            "This model's maximum context length is 128000 tokens.",
+            ContextOverflow,
+        ),
+        (
+            WireFormat::Anthropic,
+            "overloaded_error",
+            "Overloaded",
+            Overloaded,
+        ),
+        (
+            WireFormat::Anthropic,
+            "api_error",
+            "Internal server error",
+            ServerError,
+        ),
+        (
+            WireFormat::Responses,
+            "rate_limit_exceeded",
+            "Rate limit reached for gpt-5.1",
+            RateLimit,
+        ),
+        (
+            WireFormat::Responses,
+            "server_error",
+            "An error occurred while processing your request.",
+            ServerError,
+        ),
+    ];
+    if cfg!(feature = "bedrock") {
+        cases.extend([
+            (
+                WireFormat::Bedrock,
+                "throttlingException",
+                "Please wait before trying again.",
+                RateLimit,
+            ),
+            (
+                WireFormat::Bedrock,
+                "modelStreamErrorException",
+                "The model stream was interrupted.",
+                ServerError,
+            ),
+            (
+                WireFormat::Bedrock,
+                "serviceUnavailableException",
+                "The service is unavailable. Try again later.",
+                Overloaded,
+            ),
+            (
+                WireFormat::Bedrock,
+                "modelTimeoutException",
+                "The model took too long.",
+                Timeout,
+            ),
+            (
+                WireFormat::Bedrock,
+                "validationException",
+                "Input is too long for requested model.",
+                ContextOverflow,
+            ),
+        ]);
+    }
+    let mut failures = Vec::new();
+    for (wire, kind, message, expected) in cases {
+        let server = MockServer::start(Script::new(vec![
+            Fault::error_mid_stream(
+                5,
+                Reply::text("partial answer that keeps going").with_chunk_size(4),
+                kind,
+                message,
+            )
+            .into(),
+        ]));
+        let spec = ProviderSpec {
+            provider: "t".into(),
+            base_url: server.base_url(),
+            api_key: Some("k".into()),
+            model: "m".into(),
+            wire,
+            chosen_by: "test".into(),
+            key_source: None,
+        };
+        let provider = hermes_llm::build_provider(&spec, &HttpTimeouts::default()).unwrap();
+        let messages = [Message::user("x")];
+        let req = ChatRequest {
+            model: "m",
+            system: "",
+            messages: &messages,
+            tools: &[],
+            max_tokens: None,
+            temperature: None,
+        };
+        let mut stream = provider.stream(&req).await.unwrap();
+        let mut text = String::new();
+        let err = loop {
+            match stream.next().await {
+                Some(Ok(StreamEvent::TextDelta(t))) => text.push_str(&t),
+                Some(Ok(_)) => {}
+                Some(Err(e)) => break Some(e),
+                None => break None,
+            }
+        };
+        let Some(err) = err else {
+            failures.push(format!(
+                "{wire:?} {kind}: the stream ended without the error"
+            ));
+            continue;
+        };
+        if text.is_empty() {
+            failures.push(format!("{wire:?} {kind}: no text before the error"));
+        }
+        if err.class() != expected || !err.to_string().contains(message) {
+            failures.push(format!(
+                "{wire:?} {kind}: {:?} != {expected:?} ({err})",
+                err.class()
+            ));
+        }
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }

@@ -231,6 +231,28 @@ fn stream_body(reply: &Reply, chat: &ChatRequest, ctx: &RenderCtx) -> (Vec<Vec<u
     }
 }
 
+/// An error reported inside a 200 stream, in the API's own shape.
+fn stream_error_event(api: Api, kind: &str, message: &str) -> Vec<u8> {
+    match api {
+        Api::OpenAiChat => format!(
+            "data: {}\n\n",
+            json!({"error": {"message": message, "type": kind, "code": kind}})
+        )
+        .into_bytes(),
+        Api::AnthropicMessages => format!(
+            "event: error\ndata: {}\n\n",
+            json!({"type": "error", "error": {"type": kind, "message": message}})
+        )
+        .into_bytes(),
+        Api::Responses => format!(
+            "event: error\ndata: {}\n\n",
+            json!({"type": "error", "code": kind, "message": message, "param": null})
+        )
+        .into_bytes(),
+        Api::BedrockConverse => bedrock_stream::exception_frame(kind, message),
+    }
+}
+
 /// The head of a 200 streamed response: SSE, or Bedrock's binary event stream.
 async fn write_stream_head<W: AsyncWrite + Unpin>(
     w: &mut W,
@@ -327,6 +349,24 @@ async fn fault<W: AsyncWrite + Unpin>(
                 http::write_chunk(w, event).await?;
             }
             Ok(Outcome::Close)
+        }
+        Fault::ErrorMidStream {
+            after_chunks,
+            reply,
+            kind,
+            message,
+        } => {
+            sleep_ms(reply.delay_ms).await;
+            let ctx = chat.ctx(turn);
+            write_stream_head(w, chat.api, turn, close).await?;
+            let (body, _) = stream_body(&reply, chat, &ctx);
+            for event in body.iter().take(after_chunks) {
+                http::write_chunk(w, event).await?;
+                sleep_ms(reply.chunk_delay_ms).await;
+            }
+            http::write_chunk(w, &stream_error_event(chat.api, &kind, &message)).await?;
+            http::write_last_chunk(w).await?;
+            Ok(Outcome::KeepAlive)
         }
         Fault::RawSse(lines) => {
             http::write_sse_head(w, true).await?;

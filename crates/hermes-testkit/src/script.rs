@@ -234,6 +234,16 @@ pub enum Fault {
     /// Start streaming `reply` then close after `after_chunks` SSE events, with no
     /// chunked terminator, no finish_reason and no `[DONE]`.
     DropMidStream { after_chunks: usize, reply: Reply },
+    /// Start streaming `reply`, and after `after_chunks` events send the provider's in-stream
+    /// error event (`kind`, `message`) and end the stream properly: OpenAI `data: {"error"}`,
+    /// Anthropic `event: error`, Responses `event: error`, a Bedrock exception frame
+    /// (`kind` is its `:exception-type`, e.g. `throttlingException`).
+    ErrorMidStream {
+        after_chunks: usize,
+        reply: Reply,
+        kind: String,
+        message: String,
+    },
     /// Read the request, send nothing for `ms` milliseconds, then close.
     Hang { ms: u64 },
     /// 200 SSE with these raw entries, each written as its own HTTP chunk, then a
@@ -264,6 +274,20 @@ impl Fault {
         Fault::DropMidStream {
             after_chunks,
             reply,
+        }
+    }
+
+    pub fn error_mid_stream(
+        after_chunks: usize,
+        reply: Reply,
+        kind: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Fault {
+        Fault::ErrorMidStream {
+            after_chunks,
+            reply,
+            kind: kind.into(),
+            message: message.into(),
         }
     }
 

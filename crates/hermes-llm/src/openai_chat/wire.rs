@@ -5,7 +5,7 @@ use hermes_protocol::{FinishReason, Message, Role, StreamEvent, ToolSchema, Usag
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::{error_text, snippet};
+use crate::error::snippet;
 use crate::{ChatRequest, LlmError};
 
 #[derive(Serialize)]
@@ -254,7 +254,7 @@ pub(super) fn completion_events(body: &[u8]) -> Result<Vec<StreamEvent>, LlmErro
 
 fn chunk_to_events(chunk: Chunk, whole: bool) -> Result<Vec<StreamEvent>, LlmError> {
     if let Some(err) = chunk.error {
-        return Err(LlmError::InStream(error_text(&err)));
+        return Err(crate::error::in_stream(&err));
     }
     let mut events = Vec::new();
     let mut finish = None;

@@ -132,7 +132,7 @@ impl Decoder {
                 } else {
                     &v
                 };
-                return Err(LlmError::InStream(crate::error::error_text(e)));
+                return Err(crate::error::in_stream(e));
             }
             _ => {}
         }
