@@ -240,7 +240,7 @@ pub enum Fault {
     /// (`kind` is its `:exception-type`, e.g. `throttlingException`).
     ErrorMidStream {
         after_chunks: usize,
-        reply: Reply,
+        reply: Box<Reply>,
         kind: String,
         message: String,
     },
@@ -285,7 +285,7 @@ impl Fault {
     ) -> Fault {
         Fault::ErrorMidStream {
             after_chunks,
-            reply,
+            reply: Box::new(reply),
             kind: kind.into(),
             message: message.into(),
         }
