@@ -57,7 +57,7 @@ pub struct CommonArgs {
     #[arg(short = 'm', long)]
     pub model: Option<String>,
 
-    /// Provider to use (openrouter, openai, nous, gemini, deepseek, xai, ollama, vllm, llamacpp, lmstudio, custom).
+    /// Provider to use: local, openrouter, anthropic, openai, nous, gemini, deepseek, xai, bedrock, ollama, vllm, llamacpp, lmstudio, custom, or a name from custom_providers (`hermes model` lists them).
     #[arg(long)]
     pub provider: Option<String>,
 
