@@ -62,7 +62,7 @@ fn stream(parts: &[String]) -> String {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2000))]
+    #![proptest_config(hermes_testkit::proptest_config(2000))]
 
     #[test]
     fn chunking_never_changes_the_result(

@@ -16,11 +16,13 @@ mod home;
 mod http;
 mod mock_server;
 pub mod openai_sse;
+mod props;
 mod respond;
 mod responses_sse;
 mod script;
 
 pub use home::{TestHome, mock_config_yaml, test_gguf};
 pub use mock_server::{CapturedRequest, MockServer};
+pub use props::proptest_config;
 pub use respond::Api;
 pub use script::{Exhausted, Fault, MockToolCall, MockUsage, Reply, Script, Turn};

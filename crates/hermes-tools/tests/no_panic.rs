@@ -13,23 +13,7 @@ use hermes_tools::patch::{fuzzy, v4a};
 use proptest::prelude::*;
 
 fn config() -> ProptestConfig {
-    // `default()` has read the PROPTEST_* environment; keep what it set.
-    let from_env = ProptestConfig::default();
-    ProptestConfig {
-        cases: if std::env::var_os("PROPTEST_CASES").is_some() {
-            from_env.cases
-        } else {
-            400
-        },
-        rng_seed: match from_env.rng_seed {
-            proptest::test_runner::RngSeed::Random => {
-                proptest::test_runner::RngSeed::Fixed(0x4845_524d_4553)
-            }
-            chosen => chosen,
-        },
-        failure_persistence: None,
-        ..from_env
-    }
+    hermes_testkit::proptest_config(400)
 }
 
 /// Lines mixing V4A syntax with noise.
