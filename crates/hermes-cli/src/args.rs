@@ -73,6 +73,11 @@ pub struct CommonArgs {
     #[arg(long)]
     pub yolo: bool,
 
+    /// Reasoning effort: none, minimal, low, medium, high, xhigh or max (overrides
+    /// agent.reasoning_effort and its per-model overrides).
+    #[arg(long = "reasoning-effort", value_name = "LEVEL")]
+    pub reasoning_effort: Option<String>,
+
     /// Model calls allowed per turn (overrides agent.max_turns).
     #[arg(long = "max-turns", value_name = "N")]
     pub max_turns: Option<u32>,
@@ -117,6 +122,10 @@ impl CommonArgs {
             base_url: later.base_url.clone().or_else(|| self.base_url.clone()),
             toolsets: later.toolsets.clone().or_else(|| self.toolsets.clone()),
             yolo: self.yolo || later.yolo,
+            reasoning_effort: later
+                .reasoning_effort
+                .clone()
+                .or_else(|| self.reasoning_effort.clone()),
             max_turns: later.max_turns.or(self.max_turns),
             profile: later.profile.clone().or_else(|| self.profile.clone()),
             ignore_rules: self.ignore_rules || later.ignore_rules,

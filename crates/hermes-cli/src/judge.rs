@@ -59,6 +59,7 @@ impl CommandJudge for ProviderJudge {
             tools: &[],
             max_tokens: Some(16),
             temperature: Some(0.0),
+            reasoning: None,
         };
         let Ok(mut stream) = self.provider.stream(&request).await else {
             return JudgeVerdict::Escalate;

@@ -1,17 +1,18 @@
-//! `hermes sessions list|show|search|rename|delete|export|prune`: the session store from the
-//! command line. Needs no provider and no config, only the home. Deleting asks first unless
+//! `hermes sessions list|show|search|rename|delete|export|prune|import`: the session store from
+//! the command line. Needs no provider and no config, only the home. Deleting asks first unless
 //! `--yes` is given; a wrong id is a usage error (exit 2), a damaged or locked database a
 //! failure (exit 1) that leaves the file as it was.
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand, ValueEnum};
 use hermes_config::HermesHome;
 use hermes_protocol::Role;
 use hermes_store::time::{format_utc, now, relative_age};
-use hermes_store::{SearchQuery, SessionRecord, Store, StoredMessage, export};
+use hermes_store::import::PYTHON_DB_FILE_NAME;
+use hermes_store::{ImportReport, SearchQuery, SessionRecord, Store, StoredMessage, export};
 use hermes_tools::output::{shorten_line, truncate_middle};
 
 use crate::args::CommonArgs;
@@ -86,6 +87,12 @@ pub enum SessionsAction {
         #[arg(long)]
         focus: Option<String>,
     },
+    /// Import the Python Hermes's sessions (its state.db, only read) into this store.
+    Import {
+        /// The Python Hermes database [default: $HERMES_HOME/state.db].
+        #[arg(long, value_name = "PATH")]
+        from: Option<PathBuf>,
+    },
     /// Delete every session inactive for more than DAYS days.
     Prune {
         #[arg(long = "older-than", value_name = "DAYS", default_value_t = 90)]
@@ -122,7 +129,8 @@ pub fn run(common: &CommonArgs, args: &SessionsArgs) -> Result<ExitCode, CliErro
             ));
         }
         SessionsAction::List { limit, source } => {
-            list(&store, *limit, source.as_deref(), &mut out)?
+            let python_db = home.join(PYTHON_DB_FILE_NAME);
+            list(&store, *limit, source.as_deref(), &python_db, &mut out)?
         }
         SessionsAction::Show { id } => {
             let session = store.resolve_session(id).map_err(store_error)?;
@@ -173,6 +181,20 @@ pub fn run(common: &CommonArgs, args: &SessionsArgs) -> Result<ExitCode, CliErro
         SessionsAction::Prune { older_than, yes } => {
             prune(&mut store, *older_than, *yes, &mut out)?
         }
+        SessionsAction::Import { from } => {
+            let path = from
+                .clone()
+                .unwrap_or_else(|| home.join(PYTHON_DB_FILE_NAME));
+            if !path.exists() {
+                return Err(CliError::runtime(format!(
+                    "there is no Python Hermes database at {} (give its path with --from)",
+                    path.display()
+                )));
+            }
+            let report = hermes_store::import_python(&mut store, &path).map_err(store_error)?;
+            out.write_all(import_summary(&report).as_bytes())
+                .map_err(output_error)?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -181,10 +203,19 @@ fn list(
     store: &Store,
     limit: usize,
     source: Option<&str>,
+    python_db: &Path,
     out: &mut impl Write,
 ) -> Result<(), CliError> {
     let sessions = store.list_sessions(limit, source).map_err(store_error)?;
     if sessions.is_empty() {
+        if source.is_none() && python_db.is_file() {
+            return writeln!(
+                out,
+                "No sessions yet. The Python Hermes's are in {}: `hermes sessions import` brings them here.",
+                python_db.display()
+            )
+            .map_err(output_error);
+        }
         return writeln!(out, "No sessions yet.").map_err(output_error);
     }
     let now = now();
@@ -350,6 +381,40 @@ fn prune(store: &mut Store, days: u32, yes: bool, out: &mut impl Write) -> Resul
     }
     let deleted = store.prune_sessions(age).map_err(store_error)?;
     writeln!(out, "Deleted {} sessions.", deleted.len()).map_err(output_error)
+}
+
+/// `Imported 12 sessions (1,234 messages) from PATH; 3 already here.`, then a line for each
+/// title that was taken here and anything left out.
+fn import_summary(r: &ImportReport) -> String {
+    let plural = |n: usize, one: &str, many: &str| {
+        format!(
+            "{} {}",
+            hermes_llm::util::thousands(n as u64),
+            if n == 1 { one } else { many }
+        )
+    };
+    let mut text = format!(
+        "Imported {} ({}) from {}",
+        plural(r.sessions_imported, "session", "sessions"),
+        plural(r.messages_imported, "message", "messages"),
+        r.source.display()
+    );
+    if r.sessions_skipped > 0 {
+        text.push_str(&format!("; {} already here", r.sessions_skipped));
+    }
+    text.push_str(".\n");
+    for (id, title) in &r.retitled {
+        text.push_str(&format!(
+            "  {id}: its title was taken here, now \"{title}\"\n"
+        ));
+    }
+    if r.messages_dropped > 0 {
+        text.push_str(&format!(
+            "  {} left out (roles this Hermes does not keep)\n",
+            plural(r.messages_dropped, "message", "messages")
+        ));
+    }
+    text
 }
 
 /// Asks on stderr, reads the answer from stdin; only `y`/`yes` agrees.

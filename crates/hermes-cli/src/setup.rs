@@ -8,6 +8,7 @@ use std::sync::Arc;
 use hermes_config::{Config, Environment, HermesHome};
 use hermes_core::memory::{MemorySettings, MemoryStore, MemoryTool};
 use hermes_core::{Agent, AgentOptions, prompt};
+use hermes_llm::reasoning::{ReasoningEffort, ReasoningSettings};
 use hermes_llm::{Overrides, ProviderSpec, RetryPolicy};
 use hermes_tools::{
     CommandJudge, Interaction, ProcessRegistry, Registry, SessionTools, ToolContext,
@@ -128,11 +129,13 @@ pub fn build_with(
         .collect();
 
     let agent_cfg = &config.agent;
+    let (reasoning, reasoning_warnings) = reasoning_settings(&config, args)?;
     let options = AgentOptions {
         model: spec.model.clone(),
         max_turns: args.max_turns.unwrap_or(agent_cfg.max_turns).max(1),
         max_tokens: config.model.max_tokens,
         temperature: config.model.temperature,
+        reasoning,
         retry: RetryPolicy::from_settings(
             agent_cfg.api_max_retries,
             agent_cfg.retry_base_delay,
@@ -167,6 +170,7 @@ pub fn build_with(
         &home.config_path(),
     ));
     warnings.extend(providers.warnings);
+    warnings.extend(reasoning_warnings);
     Ok(Session {
         agent,
         spec,
@@ -267,4 +271,37 @@ pub fn tool_cwd(config: &Config) -> Result<PathBuf, CliError> {
         )));
     }
     Ok(path)
+}
+
+/// The reasoning effort: `--reasoning-effort` (or `/reasoning LEVEL`) wins over everything,
+/// else `agent.reasoning_effort` with `agent.reasoning_overrides` per model. A bad level on the
+/// command line is a usage error; a bad one in config.yaml a warning.
+fn reasoning_settings(
+    config: &Config,
+    args: &CommonArgs,
+) -> Result<(ReasoningSettings, Vec<String>), CliError> {
+    if let Some(level) = &args.reasoning_effort {
+        let effort = ReasoningEffort::parse(level).ok_or_else(|| {
+            CliError::config(format!(
+                "unknown reasoning effort {level:?} (use one of: {})",
+                hermes_llm::reasoning::LEVELS.join(", ")
+            ))
+        })?;
+        let settings = ReasoningSettings {
+            default: Some(effort),
+            overrides: Vec::new(),
+        };
+        return Ok((settings, Vec::new()));
+    }
+    let agent = config.raw.get("agent");
+    let field = |k: &str| {
+        agent
+            .and_then(|a| a.get(k))
+            .cloned()
+            .unwrap_or(serde_json::Value::Null)
+    };
+    Ok(ReasoningSettings::from_config(
+        &field("reasoning_effort"),
+        &field("reasoning_overrides"),
+    ))
 }

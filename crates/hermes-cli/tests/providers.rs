@@ -176,3 +176,61 @@ fn model_lists_providers_and_the_active_one() {
         assert!(out.contains(preset), "{preset}: {out}");
     }
 }
+
+#[test]
+fn reasoning_effort_comes_from_config_overrides_and_the_command_line() {
+    let server = MockServer::start(Script::new(vec![
+        Turn::text("one"),
+        Turn::text("two"),
+        Turn::text("three"),
+    ]));
+    let home = TestHome::new();
+    home.write_config(&format!(
+        "{}agent:\n  reasoning_effort: high\n  reasoning_overrides:\n    mock_model: low\n",
+        hermes_testkit::mock_config_yaml(&server)
+    ));
+    assert!(run(&home, &["-z", "hi"]).status.success());
+    assert!(
+        run(&home, &["-z", "hi", "--reasoning-effort", "max"])
+            .status
+            .success()
+    );
+    assert!(
+        run(&home, &["-z", "hi", "--model", "other"])
+            .status
+            .success()
+    );
+    let reqs = server.chat_requests();
+    assert_eq!(reqs[0]["reasoning_effort"], "low", "the per-model override");
+    assert_eq!(reqs[1]["reasoning_effort"], "xhigh", "the flag wins");
+    assert_eq!(
+        reqs[2]["reasoning_effort"], "high",
+        "the default for other models"
+    );
+
+    let bad = run(&home, &["-z", "hi", "--reasoning-effort", "loud"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        stderr(&bad).contains("unknown reasoning effort \"loud\""),
+        "{}",
+        stderr(&bad)
+    );
+}
+
+#[test]
+fn an_unreadable_reasoning_effort_in_config_is_a_warning() {
+    let server = MockServer::start(Script::new(vec![Turn::text("fine")]));
+    let home = TestHome::new();
+    home.write_config(&format!(
+        "{}agent:\n  reasoning_effort: extreme\n",
+        hermes_testkit::mock_config_yaml(&server)
+    ));
+    let o = run(&home, &["-z", "hi"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("agent.reasoning_effort is ignored: unknown reasoning effort"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(server.chat_requests()[0].get("reasoning_effort").is_none());
+}

@@ -445,7 +445,10 @@ fn reasoning_on_a_pipe_and_new_with_a_title() {
             .into(),
     ]));
     let home = home_for(&server);
-    let o = chat(&home, "one\n/reasoning\ntwo\n/new Fresh start\n/title\n");
+    let o = chat(
+        &home,
+        "one\n/reasoning show\ntwo\n/new Fresh start\n/title\n",
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(
@@ -462,4 +465,37 @@ fn reasoning_on_a_pipe_and_new_with_a_title() {
         out.contains("Started a new conversation.\nTitle set: Fresh start\nTitle: Fresh start"),
         "{out}"
     );
+}
+
+#[test]
+fn reasoning_sets_the_effort_for_the_session_or_for_good() {
+    let server = MockServer::start(Script::new(vec![Turn::text("thought hard")]));
+    let home = home_for(&server);
+    let o = chat(
+        &home,
+        "/reasoning\n/reasoning high\nhello\n/reasoning\n/reasoning loud\n/reasoning low --global\n/reasoning hide\n",
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("Reasoning effort: the provider's default · the model's reasoning is"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Reasoning effort: high for this session."),
+        "{out}"
+    );
+    assert!(out.contains("Reasoning effort: high ·"), "{out}");
+    assert!(out.contains("/reasoning: unknown level `loud`"), "{out}");
+    assert!(out.contains("saved as agent.reasoning_effort"), "{out}");
+    assert!(out.contains("The model's reasoning: hidden."), "{out}");
+    assert_eq!(server.chat_requests()[0]["reasoning_effort"], "high");
+    let config = std::fs::read_to_string(home.hermes_home().join("config.yaml")).unwrap();
+    assert!(config.contains("reasoning_effort: \"low\""), "{config}");
+    // The saved level is what the next run sends.
+    let server2 = MockServer::start(Script::new(vec![Turn::text("ok")]));
+    let config = config.replace(&server.base_url(), &server2.base_url());
+    std::fs::write(home.hermes_home().join("config.yaml"), config).unwrap();
+    assert!(run(&home, &["-z", "again"]).status.success());
+    assert_eq!(server2.chat_requests()[0]["reasoning_effort"], "low");
 }

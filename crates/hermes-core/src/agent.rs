@@ -30,6 +30,8 @@ pub struct AgentOptions {
     pub max_turns: u32,
     pub max_tokens: Option<u32>,
     pub temperature: Option<f32>,
+    /// `agent.reasoning_effort` and its per-model overrides.
+    pub reasoning: hermes_llm::reasoning::ReasoningSettings,
     pub retry: RetryPolicy,
     pub max_parallel_tools: usize,
     /// Where the provider's key comes from, named when it is rejected.
@@ -43,6 +45,7 @@ impl Default for AgentOptions {
             max_turns: 90,
             max_tokens: None,
             temperature: None,
+            reasoning: Default::default(),
             retry: RetryPolicy::default(),
             max_parallel_tools: 8,
             key_hint: None,
@@ -167,6 +170,16 @@ impl Agent {
         self.current_target().provider.as_ref()
     }
 
+    /// The reasoning effort sent to the model in use now (`None`: the provider's default).
+    pub fn reasoning_effort(&self) -> Option<hermes_llm::reasoning::ReasoningEffort> {
+        self.options.reasoning.for_model(self.model())
+    }
+
+    /// Changes the reasoning effort from the next model call on (`/reasoning LEVEL`).
+    pub fn set_reasoning(&mut self, settings: hermes_llm::reasoning::ReasoningSettings) {
+        self.options.reasoning = settings;
+    }
+
     /// The model in use now.
     pub fn model(&self) -> &str {
         &self.current_target().model
@@ -240,6 +253,7 @@ impl Agent {
             system: &self.system_prompt,
             max_tokens: self.options.max_tokens,
             temperature: self.options.temperature,
+            reasoning: &self.options.reasoning,
             retry: self.options.retry,
             key_hint: self.options.key_hint.as_deref(),
         };

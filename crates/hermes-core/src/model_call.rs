@@ -6,6 +6,7 @@
 use std::borrow::Cow;
 
 use futures_util::StreamExt;
+use hermes_llm::reasoning::ReasoningSettings;
 use hermes_llm::retry::jitter_random;
 use hermes_llm::think::Piece;
 use hermes_llm::{
@@ -48,6 +49,8 @@ pub(crate) struct ModelCall<'a> {
     pub system: &'a str,
     pub max_tokens: Option<u32>,
     pub temperature: Option<f32>,
+    /// Reasoning effort, resolved per model (a fallback may take another).
+    pub reasoning: &'a ReasoningSettings,
     pub retry: RetryPolicy,
     /// Where the API key comes from, named in auth errors.
     pub key_hint: Option<&'a str>,
@@ -116,6 +119,7 @@ impl ModelCall<'_> {
                 tools,
                 max_tokens: self.max_tokens,
                 temperature: self.temperature,
+                reasoning: self.reasoning.for_model(&target.model),
             };
             match self
                 .attempt(target.provider.as_ref(), &request, sink, cancel)

@@ -15,6 +15,7 @@ mod http;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod pool;
+pub mod reasoning;
 pub mod resolve;
 pub mod retry;
 pub mod sse;
@@ -42,6 +43,8 @@ pub struct ChatRequest<'a> {
     pub tools: &'a [ToolSchema],
     pub max_tokens: Option<u32>,
     pub temperature: Option<f32>,
+    /// How hard a reasoning model should think; `None` sends nothing (the provider's default).
+    pub reasoning: Option<reasoning::ReasoningEffort>,
 }
 
 /// The events of one streamed response. The stream ends after `StreamEvent::Finish` (and a

@@ -16,6 +16,7 @@ pub struct OpenAiChat {
     name: String,
     url: String,
     api_key: Option<String>,
+    effort_style: wire::EffortStyle,
     client: reqwest::Client,
 }
 
@@ -25,6 +26,13 @@ impl OpenAiChat {
             name: spec.provider.clone(),
             url: format!("{}/chat/completions", spec.base_url.trim_end_matches('/')),
             api_key: spec.api_key.clone(),
+            effort_style: if matches!(spec.provider.as_str(), "openrouter" | "nous")
+                || spec.base_url.contains("openrouter.ai")
+            {
+                wire::EffortStyle::Object
+            } else {
+                wire::EffortStyle::TopLevel
+            },
             client: crate::http::client(timeouts)?,
         })
     }
@@ -41,7 +49,7 @@ impl Provider for OpenAiChat {
     }
 
     async fn stream(&self, request: &ChatRequest<'_>) -> Result<EventStream, LlmError> {
-        let body = serde_json::to_vec(&wire::RequestBody::new(request))
+        let body = serde_json::to_vec(&wire::RequestBody::new(request, self.effort_style))
             .map_err(|e| LlmError::Config(format!("cannot encode the request: {e}")))?;
         let mut headers = Vec::new();
         if let Some(key) = &self.api_key {

@@ -2,6 +2,17 @@
 
 pub use hermes_protocol::time::civil_from_days;
 
+/// A sampling parameter as JSON the way the user wrote it: `0.3`, not the widened f32
+/// `0.30000001192092896` that `json!(0.3f32)` gives.
+pub fn decimal(value: f32) -> serde_json::Value {
+    value
+        .to_string()
+        .parse::<f64>()
+        .ok()
+        .and_then(serde_json::Number::from_f64)
+        .map_or(serde_json::Value::Null, serde_json::Value::Number)
+}
+
 /// `1234567` -> `1,234,567`
 pub fn thousands(n: u64) -> String {
     let digits = n.to_string();

@@ -231,6 +231,7 @@ async fn real_provider_error_bodies_classify() {
             tools: &[],
             max_tokens: None,
             temperature: None,
+            reasoning: None,
         };
         let err = match provider.stream(&req).await {
             Ok(mut s) => s.next().await.unwrap().unwrap_err(),
@@ -359,6 +360,7 @@ async fn errors_inside_a_stream_classify_in_every_wire_format() {
             tools: &[],
             max_tokens: None,
             temperature: None,
+            reasoning: None,
         };
         let mut stream = provider.stream(&req).await.unwrap();
         let mut text = String::new();

@@ -137,6 +137,7 @@ fn drain(wire: WireFormat, entries: Vec<String>) {
             tools: &[],
             max_tokens: None,
             temperature: None,
+            reasoning: None,
         };
         let Ok(mut stream) = provider.stream(&req).await else {
             return;

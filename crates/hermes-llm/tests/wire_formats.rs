@@ -55,6 +55,7 @@ async fn call(
         tools: &tools,
         max_tokens: None,
         temperature: None,
+        reasoning: None,
     };
     let mut stream = provider.stream(&req).await?;
     let mut acc = ResponseAccumulator::new();
@@ -212,4 +213,121 @@ async fn thinking_blocks_come_back_as_reasoning_details() {
         r.reasoning_details,
         vec![json!({"type": "thinking", "thinking": "plan", "signature": "sig-mock"})]
     );
+}
+
+/// The request body a provider sends for `model` with `effort`.
+async fn body_with_effort(
+    wire: WireFormat,
+    provider: &str,
+    model: &str,
+    effort: Option<hermes_llm::reasoning::ReasoningEffort>,
+) -> serde_json::Value {
+    let server = MockServer::start(Script::new(vec![Turn::text("ok")]));
+    let mut spec = spec(&server, wire);
+    spec.provider = provider.into();
+    let provider = hermes_llm::build_provider_with(&spec, &ProviderOptions::default()).unwrap();
+    let messages = [Message::user("think")];
+    let req = ChatRequest {
+        model,
+        system: "",
+        messages: &messages,
+        tools: &[],
+        max_tokens: None,
+        temperature: Some(0.3),
+        reasoning: effort,
+    };
+    let mut stream = provider.stream(&req).await.unwrap();
+    while stream.next().await.is_some() {}
+    server.requests()[0].body.clone()
+}
+
+#[tokio::test]
+async fn reasoning_effort_in_each_wire_format() {
+    use hermes_llm::reasoning::ReasoningEffort::*;
+    let chat =
+        |provider, effort| body_with_effort(WireFormat::OpenAiChat, provider, "gpt-5.1", effort);
+    let b = chat("openai", Some(High)).await;
+    assert_eq!(
+        (b["reasoning_effort"].clone(), b.get("reasoning")),
+        (json!("high"), None)
+    );
+    assert_eq!(chat("custom", Some(Max)).await["reasoning_effort"], "xhigh");
+    assert_eq!(chat("openai", Some(Off)).await["reasoning_effort"], "none");
+    let b = chat("openrouter", Some(Low)).await;
+    assert_eq!(b["reasoning"], json!({"enabled": true, "effort": "low"}));
+    assert_eq!(b.get("reasoning_effort"), None);
+    assert_eq!(
+        chat("nous", Some(Off)).await["reasoning"],
+        json!({"enabled": false})
+    );
+    let b = chat("openrouter", None).await;
+    assert!(
+        b.get("reasoning").is_none() && b.get("reasoning_effort").is_none(),
+        "{b}"
+    );
+
+    let responses =
+        |effort| body_with_effort(WireFormat::Responses, "openai", "gpt-5.1-codex", effort);
+    assert_eq!(
+        responses(Some(High)).await["reasoning"],
+        json!({"effort": "high", "summary": "auto"})
+    );
+    assert_eq!(responses(Some(Minimal)).await["reasoning"]["effort"], "low");
+    assert_eq!(
+        responses(Some(Off)).await["reasoning"],
+        json!({"effort": "none"})
+    );
+    assert!(responses(None).await.get("reasoning").is_none());
+
+    let anthropic =
+        |model, effort| body_with_effort(WireFormat::Anthropic, "anthropic", model, effort);
+    // An older Claude: a token budget, room for it, and no temperature.
+    let b = anthropic("claude-sonnet-4-5", Some(High)).await;
+    assert_eq!(
+        b["thinking"],
+        json!({"type": "enabled", "budget_tokens": 16000})
+    );
+    assert!(b["max_tokens"].as_u64().unwrap() >= 20_096, "{b}");
+    assert!(b.get("temperature").is_none(), "{b}");
+    // Current Claude models: adaptive thinking with an effort level (no xhigh before 4.7).
+    let b = anthropic("claude-opus-4-6", Some(XHigh)).await;
+    assert_eq!(
+        b["thinking"],
+        json!({"type": "adaptive", "display": "summarized"})
+    );
+    assert_eq!(b["output_config"], json!({"effort": "max"}));
+    assert_eq!(b["temperature"], json!(0.3));
+    let b = anthropic("claude-opus-4-7", Some(XHigh)).await;
+    assert_eq!(b["output_config"], json!({"effort": "xhigh"}));
+    assert!(
+        anthropic("claude-haiku-4-5", Some(High))
+            .await
+            .get("thinking")
+            .is_none()
+    );
+    assert_eq!(
+        anthropic("claude-opus-4-7", Some(Off)).await["thinking"],
+        json!({"type": "disabled"})
+    );
+    assert!(
+        anthropic("claude-opus-4-7", None)
+            .await
+            .get("thinking")
+            .is_none()
+    );
+
+    #[cfg(feature = "bedrock")]
+    {
+        let bedrock =
+            |model, effort| body_with_effort(WireFormat::Bedrock, "bedrock", model, effort);
+        let b = bedrock("us.anthropic.claude-sonnet-4-5-20250929-v1:0", Some(Medium)).await;
+        assert_eq!(
+            b["additionalModelRequestFields"],
+            json!({"thinking": {"type": "enabled", "budget_tokens": 8000}})
+        );
+        assert!(b["inferenceConfig"].get("temperature").is_none(), "{b}");
+        assert!(b["inferenceConfig"]["maxTokens"].as_u64().unwrap() >= 12_096);
+        let b = bedrock("amazon.nova-pro-v1:0", Some(High)).await;
+        assert!(b.get("additionalModelRequestFields").is_none(), "{b}");
+    }
 }

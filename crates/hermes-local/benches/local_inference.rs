@@ -43,6 +43,7 @@ async fn run_once(
         tools: &[],
         max_tokens: Some(max_tokens),
         temperature,
+        reasoning: None,
     };
     let started = Instant::now();
     let mut stream = provider.stream(&request).await.unwrap();

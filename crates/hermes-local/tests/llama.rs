@@ -78,6 +78,7 @@ fn request<'a>(
         tools,
         max_tokens: Some(max_tokens),
         temperature: Some(0.0),
+        reasoning: None,
     }
 }
 

@@ -100,7 +100,8 @@ impl Repl {
             "yolo" => self.yolo(args),
             "approvals" => self.approvals(),
             "skin" => self.skin(args),
-            "verbose" | "reasoning" => self.display_switch(command.name, args),
+            "verbose" => self.display_switch(command.name, args),
+            "reasoning" => self.reasoning(args),
             _ => self.not_in_this_build(command),
         }
         Flow::Continue

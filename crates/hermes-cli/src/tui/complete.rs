@@ -98,6 +98,13 @@ impl SlashCompleter {
             Arg::Provider => plain(&self.vocabulary.providers),
             Arg::Toolset => plain(&self.vocabulary.toolsets),
             Arg::OnOff => plain(&["on".to_string(), "off".to_string()]),
+            Arg::Reasoning => plain(
+                &["show", "hide"]
+                    .iter()
+                    .chain(hermes_llm::reasoning::LEVELS)
+                    .map(|s| s.to_string())
+                    .collect::<Vec<_>>(),
+            ),
             Arg::Skin => super::skin::list(&self.vocabulary.skins_dir)
                 .into_iter()
                 .map(|s| (s.name, Some(s.description).filter(|d| !d.is_empty())))

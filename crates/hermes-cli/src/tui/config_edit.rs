@@ -1,8 +1,8 @@
-//! Saving `display.skin` into `config.yaml` as a text edit, so the user's comments, order and
-//! quoting survive: the `skin:` line under a block-style `display:` section is replaced or
-//! added, or a `display:` section is appended. The result is parsed again and must differ from
-//! the original only in `display.skin`; otherwise the file is left untouched and the reason
-//! returned.
+//! Saving one `section.key` setting (`display.skin`, `agent.reasoning_effort`) into
+//! `config.yaml` as a text edit, so the user's comments, order and quoting survive: the `key:`
+//! line under a block-style `section:` is replaced or added, or the section is appended. The
+//! result is parsed again and must differ from the original only in that setting; otherwise the
+//! file is left untouched and the reason returned.
 
 use std::path::Path;
 
@@ -10,8 +10,14 @@ use serde_json::Value;
 
 /// Sets `display.skin` to `name` in the YAML file at `path` (created when missing).
 pub fn set_display_skin(path: &Path, name: &str) -> Result<(), String> {
+    set_setting(path, "display", "skin", name)
+}
+
+/// Sets `section.key` to the string `value` in the YAML file at `path` (created when missing).
+pub fn set_setting(path: &Path, section: &str, key: &str, value: &str) -> Result<(), String> {
+    let name = value;
     if name.is_empty() || name.contains(['\n', '"', '\\']) {
-        return Err(format!("`{name}` cannot be written as a skin name"));
+        return Err(format!("`{name}` cannot be written as {section}.{key}"));
     }
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
@@ -22,9 +28,10 @@ pub fn set_display_skin(path: &Path, name: &str) -> Result<(), String> {
     if !(before.is_object() || before.is_null()) {
         return Err(format!("{} is not a mapping of settings", path.display()));
     }
-    let updated = edit(&text, name).ok_or_else(|| {
-        "`display` is written in a form this editor does not change; set display.skin by hand"
-            .to_string()
+    let updated = edit(&text, section, key, name).ok_or_else(|| {
+        format!(
+            "`{section}` is written in a form this editor does not change; set {section}.{key} by hand"
+        )
     })?;
     let after = parse(&updated)
         .map_err(|_| "the edit would break config.yaml; it was left unchanged".to_string())?;
@@ -34,20 +41,20 @@ pub fn set_display_skin(path: &Path, name: &str) -> Result<(), String> {
         before
     };
     if let Some(map) = expected.as_object_mut() {
-        let display = map
-            .entry("display")
+        let entry = map
+            .entry(section)
             .or_insert_with(|| Value::Object(Default::default()));
-        if display.is_null() {
-            *display = Value::Object(Default::default());
+        if entry.is_null() {
+            *entry = Value::Object(Default::default());
         }
-        if let Some(d) = display.as_object_mut() {
-            d.insert("skin".into(), Value::String(name.into()));
+        if let Some(d) = entry.as_object_mut() {
+            d.insert(key.into(), Value::String(name.into()));
         }
     }
     if after != expected {
-        return Err(
-            "the edit would change more than display.skin; config.yaml was left unchanged".into(),
-        );
+        return Err(format!(
+            "the edit would change more than {section}.{key}; config.yaml was left unchanged"
+        ));
     }
     hermes_config::atomic_write(path, updated.as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
@@ -61,22 +68,22 @@ fn parse(text: &str) -> Result<Value, String> {
         .map_err(|e| e.to_string().lines().next().unwrap_or_default().to_string())
 }
 
-/// The text with `display.skin` set; `None` when `display` is not a block mapping.
-fn edit(text: &str, name: &str) -> Option<String> {
+/// The text with `section.key` set; `None` when `section` is not a block mapping.
+fn edit(text: &str, section: &str, key: &str, name: &str) -> Option<String> {
     let lines: Vec<&str> = text.lines().collect();
     let value = format!("\"{name}\"");
     let Some(start) = lines
         .iter()
-        .position(|l| l.starts_with("display:") && top_level_key(l) == Some("display"))
+        .position(|l| top_level_key(l) == Some(section) && !l.starts_with([' ', '\t']))
     else {
         let mut out = text.to_string();
         if !out.is_empty() && !out.ends_with('\n') {
             out.push('\n');
         }
-        out.push_str(&format!("display:\n  skin: {value}\n"));
+        out.push_str(&format!("{section}:\n  {key}: {value}\n"));
         return Some(out);
     };
-    let rest = lines[start]["display:".len()..].trim();
+    let rest = lines[start][section.len() + 1..].trim();
     if !(rest.is_empty() || rest.starts_with('#')) {
         return None;
     }
@@ -95,7 +102,7 @@ fn edit(text: &str, name: &str) -> Option<String> {
     let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
     match body.iter().position(|l| {
         l.strip_prefix(indent.as_str())
-            .is_some_and(|r| !r.starts_with([' ', '\t']) && top_level_key(r) == Some("skin"))
+            .is_some_and(|r| !r.starts_with([' ', '\t']) && top_level_key(r) == Some(key))
     }) {
         Some(i) => {
             // A comment after the old value stays.
@@ -104,9 +111,9 @@ fn edit(text: &str, name: &str) -> Option<String> {
                 .find(" #")
                 .map(|c| &old[old[..c].trim_end().len()..])
                 .unwrap_or("");
-            out[start + 1 + i] = format!("{indent}skin: {value}{comment}");
+            out[start + 1 + i] = format!("{indent}{key}: {value}{comment}");
         }
-        None => out.insert(start + 1, format!("{indent}skin: {value}")),
+        None => out.insert(start + 1, format!("{indent}{key}: {value}")),
     }
     let mut joined = out.join("\n");
     joined.push('\n');
@@ -164,5 +171,23 @@ mod tests {
         assert!(run(Some("- a list\n"), "mono").0.is_err());
         assert!(run(Some("x: [unclosed\n"), "mono").0.is_err());
         assert!(run(None, "bad\"name").0.is_err());
+    }
+
+    #[test]
+    fn any_section_and_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.yaml");
+        std::fs::write(&path, "agent:\n  max_turns: 3  # few\nagents_extra: 1\n").unwrap();
+        set_setting(&path, "agent", "reasoning_effort", "high").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "agent:\n  reasoning_effort: \"high\"\n  max_turns: 3  # few\nagents_extra: 1\n"
+        );
+        set_setting(&path, "agent", "reasoning_effort", "none").unwrap();
+        assert!(
+            std::fs::read_to_string(&path)
+                .unwrap()
+                .starts_with("agent:\n  reasoning_effort: \"none\"\n  max_turns")
+        );
     }
 }

@@ -434,6 +434,67 @@ impl Repl {
         self.say(&format!("Skin: {name} ({saved})."));
     }
 
+    /// `/reasoning`: the effort and display state; `LEVEL [--global]` sets the effort (for this
+    /// session, or saved as `agent.reasoning_effort`); `show` / `hide` (`on` / `off`) the display.
+    pub(crate) fn reasoning(&mut self, args: &str) {
+        let words: Vec<&str> = args.split_whitespace().collect();
+        let global = words.contains(&"--global");
+        let level: Vec<&str> = words.into_iter().filter(|w| *w != "--global").collect();
+        match level.as_slice() {
+            [] => {
+                let effort = match self.session.agent.reasoning_effort() {
+                    Some(e) => e.as_str().to_string(),
+                    None => "the provider's default".to_string(),
+                };
+                let shown = if self.view.switches().reasoning {
+                    "shown"
+                } else {
+                    "hidden"
+                };
+                self.say(&format!(
+                    "Reasoning effort: {effort} · the model's reasoning is {shown}. /reasoning LEVEL [--global] ({}) or show|hide.",
+                    hermes_llm::reasoning::LEVELS.join(", ")
+                ));
+            }
+            [word] if slash::switch(word, false).is_ok() && !global => {
+                self.display_switch("reasoning", word)
+            }
+            [word] => {
+                let Some(effort) = hermes_llm::reasoning::ReasoningEffort::parse(word) else {
+                    return self.complain(&format!(
+                        "/reasoning: unknown level `{word}` (use one of: {}, or show|hide)",
+                        hermes_llm::reasoning::LEVELS.join(", ")
+                    ));
+                };
+                // Kept in the flags so a later /model or /provider switch keeps it too.
+                self.args.reasoning_effort = Some(effort.as_str().to_string());
+                self.session
+                    .agent
+                    .set_reasoning(hermes_llm::reasoning::ReasoningSettings {
+                        default: Some(effort),
+                        overrides: Vec::new(),
+                    });
+                if global {
+                    match config_edit::set_setting(
+                        &self.home.config_path(),
+                        "agent",
+                        "reasoning_effort",
+                        effort.as_str(),
+                    ) {
+                        Ok(()) => self.note("  · saved as agent.reasoning_effort in config.yaml"),
+                        Err(e) => self.complain(&format!("Not saved: {e}")),
+                    }
+                }
+                self.say(&format!(
+                    "Reasoning effort: {}{}.",
+                    effort.as_str(),
+                    if global { "" } else { " for this session" }
+                ));
+            }
+            _ => self.complain("/reasoning takes one level, or show|hide"),
+        }
+    }
+
     pub(crate) fn display_switch(&self, which: &str, args: &str) {
         let mut switches = self.view.switches();
         let flag = if which == "verbose" {

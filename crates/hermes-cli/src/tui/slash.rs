@@ -11,6 +11,8 @@ pub enum Arg {
     Text,
     Number,
     OnOff,
+    /// A reasoning effort level, or show / hide.
+    Reasoning,
     Model,
     Provider,
     Toolset,
@@ -193,10 +195,10 @@ pub const COMMANDS: &[Command] = &[
     cmd(
         "reasoning",
         &[],
-        "[on|off]",
-        Arg::OnOff,
+        "[LEVEL|show|hide] [--global]",
+        Arg::Reasoning,
         Group::Configuration,
-        "Show the model's reasoning, dimmed",
+        "Reasoning effort (none .. max) and showing the model's reasoning, dimmed",
     ),
     cmd(
         "tools",

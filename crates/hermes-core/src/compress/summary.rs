@@ -101,6 +101,7 @@ pub async fn generate(
         tools: &[],
         max_tokens: Some(4_096),
         temperature: None,
+        reasoning: None,
     };
     let run = async {
         let mut stream = aux

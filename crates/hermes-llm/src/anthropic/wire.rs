@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use hermes_protocol::{FinishReason, Message, Role, StreamEvent, Usage};
 use serde_json::{Value, json};
 
+use crate::reasoning::{ClaudeThinking, ReasoningEffort, claude_thinking};
 use crate::{ChatRequest, LlmError, catalogue};
 
 /// How many trailing messages get a cache breakpoint (plus the system prompt: Anthropic's
@@ -42,9 +43,45 @@ pub(super) fn request_body(req: &ChatRequest<'_>, cache_ttl: Option<&str>) -> Va
         );
     }
     if let Some(t) = req.temperature {
-        body["temperature"] = json!(t);
+        body["temperature"] = crate::util::decimal(t);
+    }
+    if let Some(effort) = req.reasoning {
+        add_thinking(&mut body, req.model, effort);
     }
     body
+}
+
+/// Extended thinking for a reasoning effort: an adaptive effort level on current Claude models,
+/// a token budget on older ones (which also need room for it in `max_tokens` and no
+/// temperature other than 1); `Off` disables thinking.
+fn add_thinking(body: &mut Value, model: &str, effort: ReasoningEffort) {
+    if effort == ReasoningEffort::Off {
+        body["thinking"] = json!({"type": "disabled"});
+        return;
+    }
+    match claude_thinking(model) {
+        ClaudeThinking::Unsupported => {}
+        ClaudeThinking::Adaptive { xhigh } => {
+            let level = match effort {
+                ReasoningEffort::Minimal => "low",
+                ReasoningEffort::XHigh if !xhigh => "max",
+                other => other.as_str(),
+            };
+            body["thinking"] = json!({"type": "adaptive", "display": "summarized"});
+            body["output_config"] = json!({"effort": level});
+        }
+        ClaudeThinking::Budget => {
+            let budget = effort.budget_tokens();
+            body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
+            let room = u64::from(budget) + 4_096;
+            if body["max_tokens"].as_u64().is_none_or(|m| m < room) {
+                body["max_tokens"] = json!(room);
+            }
+            if let Some(map) = body.as_object_mut() {
+                map.remove("temperature");
+            }
+        }
+    }
 }
 
 /// Our messages as Anthropic turns: tool results ride in user turns, consecutive same-role
@@ -315,6 +352,7 @@ mod tests {
             tools,
             max_tokens: None,
             temperature: None,
+            reasoning: None,
         }
     }
 

@@ -7,6 +7,7 @@ use hermes_protocol::{FinishReason, Message, Role, StreamEvent, Usage};
 use serde_json::{Value, json};
 
 use super::eventstream::Frame;
+use crate::reasoning::{ClaudeThinking, ReasoningEffort, claude_thinking};
 use crate::{ChatRequest, LlmError, catalogue};
 
 pub(super) fn request_body(req: &ChatRequest<'_>) -> Value {
@@ -40,7 +41,7 @@ pub(super) fn request_body(req: &ChatRequest<'_>) -> Value {
         body["system"] = json!([{"text": req.system}]);
     }
     if let Some(t) = req.temperature {
-        body["inferenceConfig"]["temperature"] = json!(t);
+        body["inferenceConfig"]["temperature"] = crate::util::decimal(t);
     }
     if !req.tools.is_empty() {
         let tools: Vec<Value> = req
@@ -52,6 +53,23 @@ pub(super) fn request_body(req: &ChatRequest<'_>) -> Value {
             })
             .collect();
         body["toolConfig"] = json!({"tools": tools});
+    }
+    // Claude on Bedrock takes extended thinking as a model-specific field, with a token budget
+    // (and room for it in maxTokens, and no temperature).
+    if let Some(effort) = req.reasoning.filter(|e| *e != ReasoningEffort::Off)
+        && req.model.contains("claude")
+        && claude_thinking(req.model) != ClaudeThinking::Unsupported
+    {
+        let budget = effort.budget_tokens();
+        body["additionalModelRequestFields"] =
+            json!({"thinking": {"type": "enabled", "budget_tokens": budget}});
+        let room = u64::from(budget) + 4_096;
+        if max_tokens < room {
+            body["inferenceConfig"]["maxTokens"] = json!(room);
+        }
+        if let Some(config) = body["inferenceConfig"].as_object_mut() {
+            config.remove("temperature");
+        }
     }
     body
 }
@@ -248,6 +266,7 @@ mod tests {
             tools: &[],
             max_tokens: None,
             temperature: None,
+            reasoning: None,
         };
         let b = request_body(&req);
         assert_eq!(

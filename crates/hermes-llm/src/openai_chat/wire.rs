@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::snippet;
+use crate::reasoning::ReasoningEffort;
 use crate::{ChatRequest, LlmError};
 
 #[derive(Serialize)]
@@ -18,8 +19,23 @@ pub(super) struct RequestBody<'a> {
     max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
+    /// OpenRouter / Nous: `{"enabled": false}` or `{"enabled": true, "effort": ...}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning: Option<Value>,
+    /// Everyone else (OpenAI, DeepSeek, vLLM, LM Studio, ...): `none` .. `xhigh`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<&'static str>,
     stream: bool,
     stream_options: StreamOptions,
+}
+
+/// How a Chat Completions endpoint takes a reasoning effort.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum EffortStyle {
+    /// OpenRouter's `reasoning` object (also Nous Portal).
+    Object,
+    /// OpenAI's top-level `reasoning_effort` string.
+    TopLevel,
 }
 
 #[derive(Serialize)]
@@ -66,7 +82,7 @@ struct WireToolDef<'a> {
 }
 
 impl<'a> RequestBody<'a> {
-    pub(super) fn new(req: &ChatRequest<'a>) -> Self {
+    pub(super) fn new(req: &ChatRequest<'a>, style: EffortStyle) -> Self {
         let mut messages = Vec::with_capacity(req.messages.len() + 1);
         if !req.system.is_empty() {
             messages.push(WireMessage {
@@ -84,6 +100,19 @@ impl<'a> RequestBody<'a> {
             tools: req.tools.iter().map(WireTool::from).collect(),
             max_tokens: req.max_tokens,
             temperature: req.temperature,
+            reasoning: match (req.reasoning, style) {
+                (Some(ReasoningEffort::Off), EffortStyle::Object) => {
+                    Some(serde_json::json!({"enabled": false}))
+                }
+                (Some(e), EffortStyle::Object) => {
+                    Some(serde_json::json!({"enabled": true, "effort": e.openai()}))
+                }
+                _ => None,
+            },
+            reasoning_effort: match (req.reasoning, style) {
+                (Some(e), EffortStyle::TopLevel) => Some(e.openai()),
+                _ => None,
+            },
             stream: true,
             stream_options: StreamOptions {
                 include_usage: true,
@@ -351,8 +380,9 @@ mod tests {
             tools: &tools,
             max_tokens: None,
             temperature: None,
+            reasoning: None,
         };
-        let v = serde_json::to_value(RequestBody::new(&req)).unwrap();
+        let v = serde_json::to_value(RequestBody::new(&req, EffortStyle::TopLevel)).unwrap();
         assert_eq!(
             v["messages"][0],
             serde_json::json!({"role":"system","content":"sys"})

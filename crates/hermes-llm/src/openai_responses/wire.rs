@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use hermes_protocol::{FinishReason, Message, Role, StreamEvent, Usage};
 use serde_json::{Value, json};
 
+use crate::reasoning::ReasoningEffort;
 use crate::{ChatRequest, LlmError};
 
 pub(super) fn request_body(req: &ChatRequest<'_>) -> Value {
@@ -48,7 +49,19 @@ pub(super) fn request_body(req: &ChatRequest<'_>) -> Value {
         body["max_output_tokens"] = json!(n);
     }
     if let Some(t) = req.temperature {
-        body["temperature"] = json!(t);
+        body["temperature"] = crate::util::decimal(t);
+    }
+    if let Some(effort) = req.reasoning {
+        // The Responses API has no `minimal` on every model; `low` is the nearest level.
+        let level = match effort {
+            ReasoningEffort::Minimal => "low",
+            other => other.openai(),
+        };
+        body["reasoning"] = if effort == ReasoningEffort::Off {
+            json!({"effort": level})
+        } else {
+            json!({"effort": level, "summary": "auto"})
+        };
     }
     body
 }
@@ -228,6 +241,7 @@ mod tests {
             tools: &[],
             max_tokens: Some(100),
             temperature: None,
+            reasoning: None,
         };
         let body = request_body(&req);
         let input = body["input"].as_array().unwrap();
