@@ -10,9 +10,11 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand, ValueEnum};
 use hermes_config::HermesHome;
 use hermes_protocol::Role;
-use hermes_store::time::{format_utc, now, relative_age};
 use hermes_store::import::PYTHON_DB_FILE_NAME;
-use hermes_store::{ImportReport, SearchQuery, SessionRecord, Store, StoredMessage, export};
+use hermes_store::time::{format_utc, now, relative_age};
+use hermes_store::{
+    ImportReport, SearchQuery, SessionRecord, Store, StoreError, StoredMessage, export,
+};
 use hermes_tools::output::{shorten_line, truncate_middle};
 
 use crate::args::CommonArgs;
@@ -191,7 +193,7 @@ pub fn run(common: &CommonArgs, args: &SessionsArgs) -> Result<ExitCode, CliErro
                     path.display()
                 )));
             }
-            let report = hermes_store::import_python(&mut store, &path).map_err(store_error)?;
+            let report = hermes_store::import_python(&mut store, &path).map_err(import_error)?;
             out.write_all(import_summary(&report).as_bytes())
                 .map_err(output_error)?;
         }
@@ -211,7 +213,7 @@ fn list(
         if source.is_none() && python_db.is_file() {
             return writeln!(
                 out,
-                "No sessions yet. The Python Hermes's are in {}: `hermes sessions import` brings them here.",
+                "No sessions yet; the Python Hermes's are in {} (`hermes sessions import` brings them here).",
                 python_db.display()
             )
             .map_err(output_error);
@@ -226,14 +228,35 @@ fn list(
     for s in sessions {
         let label = s.session.title.clone().unwrap_or(s.preview);
         text.push_str(&format!(
-            "{:<24}{:<48}{:>6}  {}\n",
+            "{:<24}{}{:>6}  {}\n",
             s.session.id,
-            shorten_line(&label, 46),
+            fit_columns(&shorten_line(&label, 46), 46, 48),
             s.session.message_count,
             relative_age(s.session.updated_at, now)
         ));
     }
     out.write_all(text.as_bytes()).map_err(output_error)
+}
+
+/// `text` cut to at most `max` screen columns (wide characters such as CJK take two) and padded
+/// with spaces to `pad` columns, so the table stays aligned.
+fn fit_columns(text: &str, max: usize, pad: usize) -> String {
+    let width = crate::tui::style::width;
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = width(c.encode_utf8(&mut [0; 4]));
+        if used + w > max {
+            out.pop();
+            out.push('…');
+            used = width(&out);
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    out.push_str(&" ".repeat(pad.saturating_sub(used)));
+    out
 }
 
 fn show(
@@ -383,6 +406,21 @@ fn prune(store: &mut Store, days: u32, yes: bool, out: &mut impl Write) -> Resul
     writeln!(out, "Deleted {} sessions.", deleted.len()).map_err(output_error)
 }
 
+/// An import refused: the Python file is named as such, and nothing was imported.
+fn import_error(e: StoreError) -> CliError {
+    match e {
+        StoreError::NotOurs { path, detail } => CliError::runtime(format!(
+            "{} is not the Python Hermes's state.db ({detail}); nothing was imported and the file was left untouched",
+            path.display()
+        )),
+        StoreError::NewerSchema { path, found, known } => CliError::runtime(format!(
+            "{} is from a newer Python Hermes (schema version {found}; this build reads up to {known}) and lacks what the import needs; nothing was imported",
+            path.display()
+        )),
+        other => store_error(other),
+    }
+}
+
 /// `Imported 12 sessions (1,234 messages) from PATH; 3 already here.`, then a line for each
 /// title that was taken here and anything left out.
 fn import_summary(r: &ImportReport) -> String {
@@ -430,4 +468,24 @@ fn confirm(question: &str) -> Result<bool, CliError> {
         answer.trim().to_ascii_lowercase().as_str(),
         "y" | "yes"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fit_columns;
+    use crate::tui::style::width;
+
+    #[test]
+    fn wide_titles_keep_the_table_aligned() {
+        assert_eq!(
+            fit_columns("plain", 46, 48),
+            format!("plain{}", " ".repeat(43))
+        );
+        let cjk = fit_columns("東京の天気", 46, 48);
+        assert_eq!(width(&cjk), 48);
+        assert!(cjk.starts_with("東京の天気"));
+        let long = fit_columns(&"天".repeat(40), 46, 48);
+        assert_eq!(width(&long), 48);
+        assert!(long.trim_end().ends_with('…'));
+    }
 }

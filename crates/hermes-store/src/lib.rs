@@ -10,12 +10,14 @@
 //!   context around a hit ([`MessageWindow`], [`Store::bookends`]).
 //! - [`SessionWriter`]: the dedicated thread a live session writes through.
 //! - Exports: JSON records ([`export`]) and ShareGPT trajectories ([`sharegpt`]).
+//! - [`import_python`]: the Python Hermes's `state.db` (only ever read) copied into the store.
 //!
 //! The schema is our own (the Python Hermes keeps `state.db`), so both programs can share a home
 //! without touching each other's database.
 
 mod error;
 pub mod export;
+pub mod import;
 mod messages;
 mod schema;
 mod search;
@@ -27,6 +29,7 @@ pub mod title;
 mod writer;
 
 pub use error::StoreError;
+pub use import::{ImportReport, import_python};
 pub use messages::{INTERRUPTED, MessageMeta, StoredMessage};
 pub use schema::LATEST_VERSION;
 pub use search::{MessageWindow, SearchHit, SearchQuery, fts_query};
