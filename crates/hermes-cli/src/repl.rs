@@ -24,7 +24,7 @@ use crate::tui::complete::Vocabulary;
 use crate::tui::console::{Console, Stdout};
 use crate::tui::editor::{EditorHandle, PromptLook};
 use crate::tui::input::{Input, Read};
-use crate::tui::live::{LiveView, Look};
+use crate::tui::live::{LiveView, Look, Switches};
 use crate::tui::prompts::ReplPrompts;
 use crate::tui::slash::{self, Parsed};
 use crate::tui::style::{ColorMode, Span, Style};
@@ -105,6 +105,7 @@ impl Repl {
         let theme = Theme::new(loaded.skin, ColorMode::detect(stdout_tty));
         let console = Arc::new(Console::new(Box::new(Stdout), theme.clone(), stdout_tty));
         let view = Arc::new(LiveView::new(console, look, theme.clone()));
+        view.set_switches(Switches::from_config(&config.raw));
         let vocabulary = Arc::new(std::sync::Mutex::new(Vocabulary {
             skins_dir: home.join("skins"),
             sessions_db: home.join(hermes_store::DB_FILE_NAME),

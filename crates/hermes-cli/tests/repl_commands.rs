@@ -499,3 +499,27 @@ fn reasoning_sets_the_effort_for_the_session_or_for_good() {
     assert!(run(&home, &["-z", "again"]).status.success());
     assert_eq!(server2.chat_requests()[0]["reasoning_effort"], "low");
 }
+
+#[test]
+fn display_settings_from_config_and_saved_by_reasoning_global() {
+    let server = MockServer::start(Script::new(vec![
+        Reply::text("visible answer")
+            .with_reasoning("configured thoughts")
+            .into(),
+    ]));
+    let home = TestHome::new();
+    home.write_config(&format!(
+        "{}display:\n  show_reasoning: true\n",
+        hermes_testkit::mock_config_yaml(&server)
+    ));
+    let o = chat(&home, "one\n/reasoning hide --global\n");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("[reasoning]\nconfigured thoughts\nvisible answer"),
+        "display.show_reasoning: true shows it from the start: {out}"
+    );
+    assert!(out.contains("saved as display.show_reasoning"), "{out}");
+    let config = std::fs::read_to_string(home.hermes_home().join("config.yaml")).unwrap();
+    assert!(config.contains("  show_reasoning: false\n"), "{config}");
+}

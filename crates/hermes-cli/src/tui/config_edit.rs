@@ -10,15 +10,22 @@ use serde_json::Value;
 
 /// Sets `display.skin` to `name` in the YAML file at `path` (created when missing).
 pub fn set_display_skin(path: &Path, name: &str) -> Result<(), String> {
-    set_setting(path, "display", "skin", name)
+    set_setting(path, "display", "skin", &Value::String(name.into()))
 }
 
-/// Sets `section.key` to the string `value` in the YAML file at `path` (created when missing).
-pub fn set_setting(path: &Path, section: &str, key: &str, value: &str) -> Result<(), String> {
-    let name = value;
-    if name.is_empty() || name.contains(['\n', '"', '\\']) {
-        return Err(format!("`{name}` cannot be written as {section}.{key}"));
-    }
+/// Sets `section.key` to `value` (a string, written quoted, or a boolean or number) in the
+/// YAML file at `path` (created when missing).
+pub fn set_setting(path: &Path, section: &str, key: &str, value: &Value) -> Result<(), String> {
+    let written = match value {
+        Value::String(name) => {
+            if name.is_empty() || name.contains(['\n', '"', '\\']) {
+                return Err(format!("`{name}` cannot be written as {section}.{key}"));
+            }
+            format!("\"{name}\"")
+        }
+        Value::Bool(_) | Value::Number(_) => value.to_string(),
+        other => return Err(format!("{other} cannot be written as {section}.{key}")),
+    };
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -28,7 +35,7 @@ pub fn set_setting(path: &Path, section: &str, key: &str, value: &str) -> Result
     if !(before.is_object() || before.is_null()) {
         return Err(format!("{} is not a mapping of settings", path.display()));
     }
-    let updated = edit(&text, section, key, name).ok_or_else(|| {
+    let updated = edit(&text, section, key, &written).ok_or_else(|| {
         format!(
             "`{section}` is written in a form this editor does not change; set {section}.{key} by hand"
         )
@@ -48,7 +55,7 @@ pub fn set_setting(path: &Path, section: &str, key: &str, value: &str) -> Result
             *entry = Value::Object(Default::default());
         }
         if let Some(d) = entry.as_object_mut() {
-            d.insert(key.into(), Value::String(name.into()));
+            d.insert(key.into(), value.clone());
         }
     }
     if after != expected {
@@ -69,9 +76,8 @@ fn parse(text: &str) -> Result<Value, String> {
 }
 
 /// The text with `section.key` set; `None` when `section` is not a block mapping.
-fn edit(text: &str, section: &str, key: &str, name: &str) -> Option<String> {
+fn edit(text: &str, section: &str, key: &str, value: &str) -> Option<String> {
     let lines: Vec<&str> = text.lines().collect();
-    let value = format!("\"{name}\"");
     let Some(start) = lines
         .iter()
         .position(|l| top_level_key(l) == Some(section) && !l.starts_with([' ', '\t']))
@@ -178,16 +184,22 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("config.yaml");
         std::fs::write(&path, "agent:\n  max_turns: 3  # few\nagents_extra: 1\n").unwrap();
-        set_setting(&path, "agent", "reasoning_effort", "high").unwrap();
+        set_setting(&path, "agent", "reasoning_effort", &"high".into()).unwrap();
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
             "agent:\n  reasoning_effort: \"high\"\n  max_turns: 3  # few\nagents_extra: 1\n"
         );
-        set_setting(&path, "agent", "reasoning_effort", "none").unwrap();
+        set_setting(&path, "agent", "reasoning_effort", &"none".into()).unwrap();
         assert!(
             std::fs::read_to_string(&path)
                 .unwrap()
                 .starts_with("agent:\n  reasoning_effort: \"none\"\n  max_turns")
+        );
+        set_setting(&path, "display", "show_reasoning", &Value::Bool(false)).unwrap();
+        assert!(
+            std::fs::read_to_string(&path)
+                .unwrap()
+                .ends_with("agents_extra: 1\ndisplay:\n  show_reasoning: false\n")
         );
     }
 }

@@ -35,6 +35,23 @@ pub struct Switches {
     pub reasoning: bool,
 }
 
+impl Switches {
+    /// The starting state from config.yaml, read as the Python Hermes writes it:
+    /// `display.show_reasoning: true|false` and `display.tool_progress: verbose`. Both are off
+    /// when not set.
+    pub fn from_config(raw: &serde_json::Value) -> Switches {
+        let display = raw.get("display");
+        let setting = |key: &str| display.and_then(|d| d.get(key));
+        Switches {
+            verbose: setting("tool_progress").and_then(serde_json::Value::as_str)
+                == Some("verbose"),
+            reasoning: setting("show_reasoning")
+                .and_then(serde_json::Value::as_bool)
+                .unwrap_or(false),
+        }
+    }
+}
+
 struct ToolCallInfo {
     name: String,
     preview: String,

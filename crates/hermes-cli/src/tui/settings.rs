@@ -456,8 +456,20 @@ impl Repl {
                     hermes_llm::reasoning::LEVELS.join(", ")
                 ));
             }
-            [word] if slash::switch(word, false).is_ok() && !global => {
-                self.display_switch("reasoning", word)
+            [word] if slash::switch(word, false).is_ok() => {
+                self.display_switch("reasoning", word);
+                if global {
+                    let shown = serde_json::Value::Bool(self.view.switches().reasoning);
+                    match config_edit::set_setting(
+                        &self.home.config_path(),
+                        "display",
+                        "show_reasoning",
+                        &shown,
+                    ) {
+                        Ok(()) => self.note("  · saved as display.show_reasoning in config.yaml"),
+                        Err(e) => self.complain(&format!("Not saved: {e}")),
+                    }
+                }
             }
             [word] => {
                 let Some(effort) = hermes_llm::reasoning::ReasoningEffort::parse(word) else {
@@ -479,7 +491,7 @@ impl Repl {
                         &self.home.config_path(),
                         "agent",
                         "reasoning_effort",
-                        effort.as_str(),
+                        &effort.as_str().into(),
                     ) {
                         Ok(()) => self.note("  · saved as agent.reasoning_effort in config.yaml"),
                         Err(e) => self.complain(&format!("Not saved: {e}")),
