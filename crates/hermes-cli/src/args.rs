@@ -33,6 +33,18 @@ pub enum Command {
     Sessions(crate::sessions_cmd::SessionsArgs),
     /// Models: `fetch-local` downloads the default local model.
     Model(crate::model_cmd::ModelArgs),
+    /// Read and change config.yaml: show, get, set, unset, path, env-path, edit.
+    Config(crate::config_cmd::ConfigArgs),
+    /// The tools and toolsets, and which are enabled: list, enable, disable.
+    Tools(crate::tools_cmd::ToolsArgs),
+    /// The built-in memory (MEMORY.md, USER.md): status, show, reset.
+    Memory(crate::memory_cmd::MemoryArgs),
+    /// Profiles, each a separate home: list, show, create, use, delete.
+    Profile(crate::profile_cmd::ProfileArgs),
+    /// What is set up: home, provider, model, key, tools, memory, sessions.
+    Status(crate::status_cmd::StatusArgs),
+    /// Check the setup for problems and say how to fix each.
+    Doctor(crate::status_cmd::DoctorArgs),
 }
 
 #[derive(Debug, Args)]

@@ -3,13 +3,16 @@
 
 mod args;
 mod compress_cmd;
+mod config_cmd;
 mod error;
 mod interaction;
 mod judge;
+mod memory_cmd;
 mod model_cmd;
 mod model_list;
 mod oneshot;
 mod persist;
+mod profile_cmd;
 mod prompt_size;
 mod provider;
 mod render;
@@ -17,6 +20,8 @@ mod repl;
 mod resume;
 mod sessions_cmd;
 mod setup;
+mod status_cmd;
+mod tools_cmd;
 mod trajectory;
 mod tui;
 
@@ -72,5 +77,13 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             _ => sessions_cmd::run(&cli.common, sessions),
         },
         (None, Some(Command::Model(model))) => model_cmd::run(model),
+        (None, Some(Command::Config(config))) => config_cmd::run(&cli.common, config),
+        (None, Some(Command::Tools(tools))) => tools_cmd::run(&cli.common, tools),
+        (None, Some(Command::Memory(memory))) => memory_cmd::run(&cli.common, memory),
+        (None, Some(Command::Profile(profile))) => profile_cmd::run(profile),
+        (None, Some(Command::Status(status))) => status_cmd::status(&cli.common, status),
+        (None, Some(Command::Doctor(doctor))) => {
+            runtime.block_on(status_cmd::doctor(&cli.common, doctor))
+        }
     }
 }

@@ -194,26 +194,9 @@ pub fn prepare(
     (model, provider): (&str, &str),
 ) -> Result<Prepared, CliError> {
     let config_err = |e: hermes_config::ConfigError| CliError::config(e.to_string());
-    let toolsets: Vec<String> = match &args.toolsets {
-        Some(list) => list
-            .split([',', ' '])
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .collect(),
-        None => config.toolsets.clone(),
-    };
+    let (toolsets, _) = configured_toolsets(args, config);
     let memory_settings = MemorySettings::from_config(config).map_err(config_err)?;
-    let mut registry = Registry::builtin();
-    registry.register(crate::persist::search_tool(home));
-    let memory = memory_settings.enabled().then(|| {
-        Arc::new(MemoryStore::new(
-            home.join("memories"),
-            memory_settings.limits(),
-        ))
-    });
-    if let Some(store) = &memory {
-        registry.register(Arc::new(MemoryTool::new(store.clone())));
-    }
+    let (registry, memory) = every_tool(home, &memory_settings);
     let (selected, mut warnings) = registry
         .select(&toolsets)
         .map_err(|e| CliError::config(e.to_string()))?;
@@ -304,4 +287,55 @@ fn reasoning_settings(
         &field("reasoning_effort"),
         &field("reasoning_overrides"),
     ))
+}
+
+/// Where the toolsets of a run are chosen, in order: `-t LIST`, then `platform_toolsets.cli`
+/// (the key the Python Hermes's `hermes tools` writes), then `toolsets`. Returns the list and
+/// the setting it came from.
+pub fn configured_toolsets(args: &CommonArgs, config: &Config) -> (Vec<String>, &'static str) {
+    if let Some(list) = &args.toolsets {
+        let names = list
+            .split([',', ' '])
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
+        return (names, "-t");
+    }
+    let platform = config
+        .raw
+        .pointer("/platform_toolsets/cli")
+        .and_then(serde_json::Value::as_array);
+    match platform {
+        Some(list) => (
+            list.iter()
+                .filter_map(|v| match v {
+                    serde_json::Value::String(s) => Some(s.clone()),
+                    serde_json::Value::Number(n) => Some(n.to_string()),
+                    _ => None,
+                })
+                .collect(),
+            "platform_toolsets.cli",
+        ),
+        None => (config.toolsets.clone(), "toolsets"),
+    }
+}
+
+/// Every tool this build has for a home: the built-in ones, `session_search` over its store and,
+/// when memory is on, the memory tool (with its store).
+pub fn every_tool(
+    home: &HermesHome,
+    memory_settings: &MemorySettings,
+) -> (Registry, Option<Arc<MemoryStore>>) {
+    let mut registry = Registry::builtin();
+    registry.register(crate::persist::search_tool(home));
+    let memory = memory_settings.enabled().then(|| {
+        Arc::new(MemoryStore::new(
+            home.join("memories"),
+            memory_settings.limits(),
+        ))
+    });
+    if let Some(store) = &memory {
+        registry.register(Arc::new(MemoryTool::new(store.clone())));
+    }
+    (registry, memory)
 }

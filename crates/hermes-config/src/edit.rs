@@ -1,33 +1,27 @@
 //! Editing `config.yaml` as text, so the user's comments, blank lines, key order and quoting
-//! survive: [`add_to_list`] appends one item to a top-level list (block or flow style, created
-//! when absent). The edited text is parsed again before it is written (atomically); an edit
-//! that would change anything else, or produce invalid YAML, is refused and the file is left
-//! as it was.
+//! survive. [`set`] / [`unset`] change one dotted path (`auxiliary.compression.model`): the
+//! nested block mappings are found by indentation, the key's line is replaced (a comment after
+//! the old value stays), inserted at the end of its section, or removed, and missing sections
+//! are created (the file too). [`add_to_list`] appends one item to a top-level list (block or
+//! flow style, created when absent).
+//!
+//! What is written: strings plain when YAML (including the Python Hermes's YAML 1.1 reader,
+//! where `yes` and `1:20` are not strings) reads them back unchanged, else quoted; booleans,
+//! numbers and null bare; lists and mappings in flow style (`[a, b]`, `{k: v}`). A section
+//! written in flow style (`display: {skin: a}`) or holding a single value is refused rather
+//! than rewritten. Every edit is checked before it is written (atomically): the new text is
+//! parsed again and must be the old document with exactly that change, else nothing is written.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::{ConfigError, atomic_write, yaml};
 
 /// Adds `item` to the top-level list `key` of the YAML file at `path` (created if missing).
 /// Returns `false` when the item was already there.
 pub fn add_to_list(path: &Path, key: &str, item: &str) -> Result<bool, ConfigError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(_) if path.is_dir() => {
-            return Err(ConfigError::IsDirectory {
-                path: path.to_path_buf(),
-            });
-        }
-        Err(source) => {
-            return Err(ConfigError::Read {
-                path: path.to_path_buf(),
-                source,
-            });
-        }
-    };
+    let text = read_text(path)?.unwrap_or_default();
     let before = yaml::parse(path, &text)?;
     let invalid = |message: &str| ConfigError::Invalid {
         path: path.to_path_buf(),
@@ -170,6 +164,760 @@ fn spaced(comment: &str) -> String {
     }
 }
 
+/// How [`set_with`] writes string values (a value that replaces a quoted one keeps its quotes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Quoting {
+    /// Plain when every YAML reader reads it back as the same string, else double-quoted.
+    #[default]
+    Minimal,
+    /// Always double-quoted.
+    Always,
+}
+
+/// Why an edit was not made. The file is untouched in every case.
+#[derive(Debug, thiserror::Error)]
+pub enum EditError {
+    /// The file cannot be read, parsed (with line and column) or written.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The edit is not one this editor makes safely.
+    #[error("{path}: cannot change `{key}`: {reason}; the file was left unchanged")]
+    Refused {
+        path: PathBuf,
+        key: String,
+        reason: String,
+    },
+}
+
+/// Sets the dotted `key` (`model.default`) to `value` in the YAML file at `path`, creating
+/// missing sections and the file.
+pub fn set(path: &Path, key: &str, value: &Value) -> Result<(), EditError> {
+    set_with(path, key, value, Quoting::Minimal)
+}
+
+/// [`set`], choosing how strings are quoted.
+pub fn set_with(path: &Path, key: &str, value: &Value, quoting: Quoting) -> Result<(), EditError> {
+    let parts = key_path(path, key)?;
+    let text = read_text(path)?.unwrap_or_default();
+    let before = mapping(path, key, &text)?;
+    let mut doc = Doc::new(&text);
+    doc.set(&parts, value, quoting)
+        .map_err(|reason| refused(path, key, reason))?;
+    let mut expected = before;
+    set_in(&mut expected, &parts, value.clone());
+    commit(path, key, &text, &doc.render(), expected)
+}
+
+/// Removes the dotted `key` from the YAML file at `path`, and the sections it leaves empty.
+/// Returns `false` when the key was not set.
+pub fn unset(path: &Path, key: &str) -> Result<bool, EditError> {
+    let parts = key_path(path, key)?;
+    let Some(text) = read_text(path)? else {
+        return Ok(false);
+    };
+    let before = mapping(path, key, &text)?;
+    let mut doc = Doc::new(&text);
+    if !doc
+        .unset(&parts)
+        .map_err(|reason| refused(path, key, reason))?
+    {
+        return Ok(false);
+    }
+    let mut expected = before;
+    if !unset_in(&mut expected, &parts) {
+        return Err(refused(
+            path,
+            key,
+            "the key is not where the file's indentation puts it".into(),
+        ));
+    }
+    commit(path, key, &text, &doc.render(), expected)?;
+    Ok(true)
+}
+
+/// `value` as YAML on one line: scalars as [`set`] writes them, lists and mappings in flow style.
+pub fn to_flow(value: &Value) -> String {
+    format_value(value, Quoting::Minimal, Quote::None, false)
+}
+
+/// Whether `s` can be written as a plain (unquoted) YAML scalar that every reader, including
+/// YAML 1.1 ones (`yes`, `on`, `1:20`, `0x1F` are not strings there), reads back as `s`.
+/// `in_flow` also excludes the characters that end an item in `[..]` or `{..}`.
+pub fn is_plain_safe(s: &str, in_flow: bool) -> bool {
+    let Some(first) = s.chars().next() else {
+        return false;
+    };
+    if s != s.trim()
+        || s.chars()
+            .any(|c| c.is_control() || matches!(c, '\u{feff}' | '\u{2028}' | '\u{2029}'))
+        || "-?:,[]{}#&*!|>'\"%@`".contains(first)
+        || s.contains(": ")
+        || s.contains(" #")
+        || s.ends_with(':')
+        || (in_flow && s.contains([',', '[', ']', '{', '}']))
+    {
+        return false;
+    }
+    const SPECIAL: &[&str] = &[
+        "true", "false", "yes", "no", "on", "off", "y", "n", "null", "~", "<<", "=",
+    ];
+    if SPECIAL.contains(&s.to_ascii_lowercase().as_str()) {
+        return false;
+    }
+    // Numbers in any YAML version: decimal, octal, hex, binary, sexagesimal, with `_`.
+    let starts_numeric = first.is_ascii_digit()
+        || (matches!(first, '+' | '.') && s[1..].starts_with(|c: char| c.is_ascii_digit()));
+    if starts_numeric
+        && s.chars()
+            .all(|c| c.is_ascii_hexdigit() || "xXoObB_.:+-eE".contains(c))
+    {
+        return false;
+    }
+    let mut probe = Map::new();
+    probe.insert("k".into(), Value::String(s.to_string()));
+    serde_saphyr::from_str::<Value>(&format!("k: {s}\n")).ok() == Some(Value::Object(probe))
+}
+
+/// A `key: value` line taken apart by [`parse_key_line`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineKey {
+    /// The key, unquoted.
+    pub key: String,
+    /// Where the value is written in the line (empty when a block follows or the value is
+    /// missing); a trailing `# comment` is not part of it.
+    pub value: std::ops::Range<usize>,
+}
+
+/// The key of a `key: value` line (any indentation; not a list item `- ...` or a comment).
+pub fn parse_key_line(line: &str) -> Option<LineKey> {
+    let k = KeyLine::parse(line)?;
+    let start = if k.value.is_empty() {
+        k.head
+    } else {
+        k.head + k.gap.len()
+    };
+    Some(LineKey {
+        key: k.key,
+        value: start..start + k.value.len(),
+    })
+}
+
+fn refused(path: &Path, key: &str, reason: String) -> EditError {
+    EditError::Refused {
+        path: path.to_path_buf(),
+        key: key.to_string(),
+        reason,
+    }
+}
+
+/// The parts of a dotted key path; empty parts and surrounding spaces are refused.
+fn key_path<'a>(path: &Path, key: &'a str) -> Result<Vec<&'a str>, EditError> {
+    let parts: Vec<&str> = key.split('.').collect();
+    if parts.iter().any(|p| p.is_empty() || p.trim() != *p) {
+        return Err(refused(
+            path,
+            key,
+            "not a key path (names separated by dots, like model.default)".into(),
+        ));
+    }
+    Ok(parts)
+}
+
+/// The file's text; `None` when it does not exist.
+fn read_text(path: &Path) -> Result<Option<String>, ConfigError> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(_) if path.is_dir() => Err(ConfigError::IsDirectory {
+            path: path.to_path_buf(),
+        }),
+        Err(source) => Err(ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// The document as a mapping (an empty document is an empty mapping).
+fn mapping(path: &Path, key: &str, text: &str) -> Result<Value, EditError> {
+    match yaml::parse(path, text)? {
+        Value::Null => Ok(Value::Object(Map::new())),
+        v @ Value::Object(_) => Ok(v),
+        _ => Err(refused(
+            path,
+            key,
+            "the file is not a mapping of settings".into(),
+        )),
+    }
+}
+
+/// Writes `updated` when it parses to exactly `expected`.
+fn commit(
+    path: &Path,
+    key: &str,
+    original: &str,
+    updated: &str,
+    expected: Value,
+) -> Result<(), EditError> {
+    let after = yaml::parse(path, updated).map_err(|_| {
+        refused(
+            path,
+            key,
+            "the edit would make the file invalid YAML".into(),
+        )
+    })?;
+    let after = match after {
+        Value::Null => Value::Object(Map::new()),
+        v => v,
+    };
+    if after != expected {
+        return Err(refused(
+            path,
+            key,
+            "the edit would change more than this key (anchors, aliases or an unusual layout); edit the file by hand".into(),
+        ));
+    }
+    if updated == original && path.exists() {
+        return Ok(());
+    }
+    atomic_write(path, updated.as_bytes()).map_err(|source| {
+        EditError::Config(ConfigError::Write {
+            path: path.to_path_buf(),
+            source,
+        })
+    })
+}
+
+/// `value` at `parts` in `root`, creating (or replacing null with) mappings on the way.
+fn set_in(root: &mut Value, parts: &[&str], value: Value) {
+    let Some((last, parents)) = parts.split_last() else {
+        return;
+    };
+    let mut node = root;
+    for part in parents {
+        if !node.is_object() {
+            *node = Value::Object(Map::new());
+        }
+        let Value::Object(map) = node else { return };
+        node = map.entry(part.to_string()).or_insert(Value::Null);
+    }
+    if !node.is_object() {
+        *node = Value::Object(Map::new());
+    }
+    if let Value::Object(map) = node {
+        map.insert(last.to_string(), value);
+    }
+}
+
+/// Removes `parts` from `root`, then the mappings that removal left empty. `false` when absent.
+fn unset_in(root: &mut Value, parts: &[&str]) -> bool {
+    let Some((first, rest)) = parts.split_first() else {
+        return false;
+    };
+    let Value::Object(map) = root else {
+        return false;
+    };
+    if rest.is_empty() {
+        return map.remove(*first).is_some();
+    }
+    let Some(child) = map.get_mut(*first) else {
+        return false;
+    };
+    if !unset_in(child, rest) {
+        return false;
+    }
+    if child.as_object().is_some_and(Map::is_empty) {
+        map.remove(*first);
+    }
+    true
+}
+
+/// The quotes of the value being replaced, kept for the new string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Quote {
+    None,
+    Single,
+    Double,
+}
+
+fn format_value(value: &Value, quoting: Quoting, quote: Quote, in_flow: bool) -> String {
+    match value {
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => format_string(s, quoting, quote, in_flow),
+        Value::Array(items) => {
+            let items: Vec<String> = items
+                .iter()
+                .map(|v| format_value(v, quoting, Quote::None, true))
+                .collect();
+            format!("[{}]", items.join(", "))
+        }
+        Value::Object(map) => {
+            let pairs: Vec<String> = map
+                .iter()
+                .map(|(k, v)| {
+                    format!(
+                        "{}: {}",
+                        format_string(k, Quoting::Minimal, Quote::None, true),
+                        format_value(v, quoting, Quote::None, true)
+                    )
+                })
+                .collect();
+            format!("{{{}}}", pairs.join(", "))
+        }
+    }
+}
+
+fn format_string(s: &str, quoting: Quoting, quote: Quote, in_flow: bool) -> String {
+    let printable = !s.chars().any(char::is_control);
+    match quote {
+        Quote::Single if printable => return format!("'{}'", s.replace('\'', "''")),
+        Quote::None if quoting == Quoting::Minimal && is_plain_safe(s, in_flow) => {
+            return s.to_string();
+        }
+        _ => {}
+    }
+    // JSON's escapes are all valid in a YAML double-quoted scalar.
+    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{}\"", s.escape_default()))
+}
+
+/// A key as written on a new line.
+fn format_key(key: &str) -> String {
+    format_string(key, Quoting::Minimal, Quote::None, false)
+}
+
+/// One `key: value` line, taken apart.
+#[derive(Debug, Clone)]
+struct KeyLine {
+    /// The key, unquoted.
+    key: String,
+    /// Byte length of the line up to and including the `:`.
+    head: usize,
+    /// The space between the `:` and the value.
+    gap: String,
+    /// The value as written (may be empty: a block follows, or null).
+    value: String,
+    /// Spaces and `# ...` after the value, or empty.
+    comment: String,
+}
+
+impl KeyLine {
+    fn parse(line: &str) -> Option<KeyLine> {
+        let start = indent_of(line);
+        let s = &line[start..];
+        let (key, key_end) = if s.starts_with(['"', '\'']) {
+            let end = quoted_end(s)?;
+            (serde_saphyr::from_str::<String>(&s[..end]).ok()?, end)
+        } else {
+            if s.starts_with("- ")
+                || s == "-"
+                || s.starts_with("? ")
+                || s.starts_with("---")
+                || s.starts_with("...")
+                || s.starts_with(['#', '[', '{', '&', '*', '!', '|', '>', '%', '@', '`', ','])
+            {
+                return None;
+            }
+            let end = plain_key_end(s)?;
+            (s[..end].trim_end().to_string(), end)
+        };
+        let after_key = s[key_end..].trim_start_matches([' ', '\t']);
+        let after = after_key.strip_prefix(':')?;
+        if !(after.is_empty() || after.starts_with([' ', '\t'])) {
+            return None;
+        }
+        let head = line.len() - after.len();
+        let value_part = &after[..comment_start(after).unwrap_or(after.len())];
+        let value = value_part.trim();
+        let gap_len = value_part.len() - value_part.trim_start().len();
+        let (gap, comment) = if value.is_empty() {
+            (String::new(), after.to_string())
+        } else {
+            let value_end = value_part.trim_end().len();
+            (after[..gap_len].to_string(), after[value_end..].to_string())
+        };
+        Some(KeyLine {
+            key,
+            head,
+            gap,
+            value: value.to_string(),
+            comment,
+        })
+    }
+
+    /// The value without anchors (`&a`) and tags (`!!map`) in front.
+    fn bare_value(&self) -> &str {
+        let mut v = self.value.as_str();
+        while v.starts_with(['&', '!']) {
+            v = v
+                .split_once([' ', '\t'])
+                .map_or("", |(_, rest)| rest.trim_start());
+        }
+        v
+    }
+
+    fn is_null(&self) -> bool {
+        matches!(self.bare_value(), "~" | "null" | "Null" | "NULL")
+    }
+}
+
+/// The byte index just after the closing quote of the quoted scalar `s` starts with.
+fn quoted_end(s: &str) -> Option<usize> {
+    let quote = s.chars().next()?;
+    let mut chars = s.char_indices().skip(1).peekable();
+    while let Some((i, c)) = chars.next() {
+        match (quote, c) {
+            ('"', '\\') => {
+                chars.next();
+            }
+            ('\'', '\'') if chars.peek().is_some_and(|&(_, n)| n == '\'') => {
+                chars.next();
+            }
+            (q, c) if q == c => return Some(i + c.len_utf8()),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Where a plain key ends: the first `:` followed by a space or the end of the line.
+fn plain_key_end(s: &str) -> Option<usize> {
+    let bytes = s.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == b'#' && i > 0 && matches!(bytes[i - 1], b' ' | b'\t') {
+            return None;
+        }
+        if b == b':' && bytes.get(i + 1).is_none_or(|n| matches!(n, b' ' | b'\t')) {
+            return (i > 0).then_some(i);
+        }
+    }
+    None
+}
+
+/// Where a `# comment` starts in the text after a key's `:`, outside quotes.
+fn comment_start(after: &str) -> Option<usize> {
+    let mut quote: Option<char> = None;
+    let mut prev: Option<char> = None;
+    let mut last_solid: Option<char> = None;
+    let mut chars = after.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match quote {
+            Some('"') if c == '\\' => {
+                chars.next();
+            }
+            Some('\'') if c == '\'' && chars.peek().is_some_and(|&(_, n)| n == '\'') => {
+                chars.next();
+            }
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None => {
+                if c == '#' && prev.is_none_or(|p| p == ' ' || p == '\t') {
+                    return Some(i);
+                }
+                if matches!(c, '"' | '\'')
+                    && last_solid.is_none_or(|p| matches!(p, '[' | '{' | ',' | ':' | '?' | '-'))
+                {
+                    quote = Some(c);
+                }
+            }
+        }
+        prev = Some(c);
+        if !c.is_whitespace() {
+            last_solid = Some(c);
+        }
+    }
+    None
+}
+
+fn indent_of(line: &str) -> usize {
+    line.len() - line.trim_start_matches(' ').len()
+}
+
+/// Neither blank nor a comment.
+fn is_content(line: &str) -> bool {
+    let t = line.trim();
+    !t.is_empty() && !t.starts_with('#')
+}
+
+fn is_seq_item(line: &str) -> bool {
+    let t = line.trim_start();
+    t.starts_with("- ") || t.trim_end() == "-"
+}
+
+/// Where the keys of a mapping are, and where new ones go.
+#[derive(Debug, Clone)]
+struct Scope {
+    /// The mapping's lines: `start..end` (`end` is just after its last content line).
+    start: usize,
+    end: usize,
+    /// The column of its keys; `None` when it has none yet.
+    indent: Option<usize>,
+    /// The column for the first key of an empty mapping.
+    new_indent: usize,
+    /// The parent's `key: ~` line, rewritten to `key:` when a first key is added.
+    null_line: Option<usize>,
+}
+
+/// What a key holds, as far as descending into it goes.
+enum Held {
+    Mapping(Scope),
+    Flow(String),
+    List,
+    Scalar(String),
+}
+
+/// The document as lines (without their line ends).
+struct Doc {
+    lines: Vec<String>,
+    newline: &'static str,
+    trailing_newline: bool,
+    unit: usize,
+}
+
+impl Doc {
+    fn new(text: &str) -> Doc {
+        let lines: Vec<String> = text.lines().map(str::to_string).collect();
+        let unit = indent_unit(&lines);
+        Doc {
+            lines,
+            newline: if text.contains("\r\n") { "\r\n" } else { "\n" },
+            trailing_newline: text.ends_with('\n'),
+            unit,
+        }
+    }
+
+    fn render(&self) -> String {
+        let mut out = self.lines.join(self.newline);
+        if self.trailing_newline && !self.lines.is_empty() {
+            out.push_str(self.newline);
+        }
+        out
+    }
+
+    fn top(&self) -> Scope {
+        let indent = self
+            .lines
+            .iter()
+            .find(|l| is_content(l))
+            .map(|l| indent_of(l));
+        Scope {
+            start: 0,
+            end: self.lines.len(),
+            indent,
+            new_indent: indent.unwrap_or(0),
+            null_line: None,
+        }
+    }
+
+    fn find(&self, scope: &Scope, key: &str) -> Option<(usize, KeyLine)> {
+        let indent = scope.indent?;
+        (scope.start..scope.end).find_map(|i| {
+            let line = &self.lines[i];
+            if !is_content(line) || indent_of(line) != indent {
+                return None;
+            }
+            KeyLine::parse(line)
+                .filter(|k| k.key == key)
+                .map(|k| (i, k))
+        })
+    }
+
+    /// The index just after the last line of the value of the key on line `i`.
+    fn value_end(&self, i: usize, block: bool) -> usize {
+        let indent = indent_of(&self.lines[i]);
+        let mut end = i + 1;
+        for (j, line) in self.lines.iter().enumerate().skip(i + 1) {
+            if !is_content(line) {
+                continue;
+            }
+            let deeper = indent_of(line) > indent;
+            // `key:` may be followed by its list at the same column.
+            let same_column_list = block && indent_of(line) == indent && is_seq_item(line);
+            if !(deeper || same_column_list) {
+                break;
+            }
+            end = j + 1;
+        }
+        end
+    }
+
+    fn held(&self, i: usize, k: &KeyLine) -> Held {
+        let bare = k.bare_value();
+        if k.is_null() {
+            let new_indent = indent_of(&self.lines[i]) + self.unit;
+            return Held::Mapping(Scope {
+                start: i + 1,
+                end: i + 1,
+                indent: None,
+                new_indent,
+                null_line: Some(i),
+            });
+        }
+        if bare.starts_with('{') {
+            return Held::Flow(k.value.clone());
+        }
+        if bare.starts_with('[') {
+            return Held::List;
+        }
+        if !bare.is_empty() {
+            return Held::Scalar(k.value.clone());
+        }
+        let end = self.value_end(i, true);
+        match (i + 1..end).find(|&j| is_content(&self.lines[j])) {
+            Some(j) if is_seq_item(&self.lines[j]) => Held::List,
+            Some(j) => {
+                let indent = indent_of(&self.lines[j]);
+                Held::Mapping(Scope {
+                    start: i + 1,
+                    end,
+                    indent: Some(indent),
+                    new_indent: indent,
+                    null_line: None,
+                })
+            }
+            None => Held::Mapping(Scope {
+                start: i + 1,
+                end: i + 1,
+                indent: None,
+                new_indent: indent_of(&self.lines[i]) + self.unit,
+                null_line: None,
+            }),
+        }
+    }
+
+    fn set(&mut self, parts: &[&str], value: &Value, quoting: Quoting) -> Result<(), String> {
+        let mut scope = self.top();
+        for (depth, part) in parts.iter().enumerate() {
+            let here = parts[..=depth].join(".");
+            let Some((i, k)) = self.find(&scope, part) else {
+                self.insert(&scope, &parts[depth..], value, quoting);
+                return Ok(());
+            };
+            if depth + 1 == parts.len() {
+                self.replace(i, &k, value, quoting);
+                return Ok(());
+            }
+            scope = match self.held(i, &k) {
+                Held::Mapping(s) => s,
+                Held::Flow(v) => return Err(flow_reason(&here, &v)),
+                Held::List => return Err(format!("`{here}` is a list, not a section")),
+                Held::Scalar(v) => {
+                    return Err(format!(
+                        "`{here}` holds a single value (`{v}`), not a section: unset it first"
+                    ));
+                }
+            };
+        }
+        Ok(())
+    }
+
+    fn unset(&mut self, parts: &[&str]) -> Result<bool, String> {
+        let mut scope = self.top();
+        let mut parents: Vec<usize> = Vec::new();
+        for (depth, part) in parts.iter().enumerate() {
+            let here = parts[..=depth].join(".");
+            let Some((i, k)) = self.find(&scope, part) else {
+                return Ok(false);
+            };
+            if depth + 1 == parts.len() {
+                let end = self.value_end(i, k.bare_value().is_empty());
+                self.lines.drain(i..end);
+                // Sections left without keys go too (comments inside them stay).
+                for &p in parents.iter().rev() {
+                    let end = self.value_end(p, true);
+                    if (p + 1..end).any(|j| is_content(&self.lines[j])) {
+                        break;
+                    }
+                    self.lines.remove(p);
+                }
+                return Ok(true);
+            }
+            scope = match self.held(i, &k) {
+                Held::Mapping(s) if s.indent.is_some() => s,
+                Held::Mapping(_) | Held::Scalar(_) => return Ok(false),
+                Held::Flow(v) => return Err(flow_reason(&here, &v)),
+                Held::List => return Err(format!("`{here}` is a list, not a section")),
+            };
+            parents.push(i);
+        }
+        Ok(false)
+    }
+
+    /// Replaces the value of the key on line `i` (and the lines it spans).
+    fn replace(&mut self, i: usize, k: &KeyLine, value: &Value, quoting: Quoting) {
+        let end = self.value_end(i, k.bare_value().is_empty());
+        let quote = match k.value.chars().next() {
+            Some('\'') => Quote::Single,
+            Some('"') => Quote::Double,
+            _ => Quote::None,
+        };
+        let gap = if k.value.is_empty() { " " } else { &k.gap };
+        let line = format!(
+            "{}{gap}{}{}",
+            &self.lines[i][..k.head],
+            format_value(value, quoting, quote, false),
+            k.comment
+        );
+        if end >= self.lines.len() {
+            self.trailing_newline = true;
+        }
+        self.lines.splice(i..end, [line]);
+    }
+
+    /// Adds `parts` (the first missing key and the ones under it) at the end of `scope`.
+    fn insert(&mut self, scope: &Scope, parts: &[&str], value: &Value, quoting: Quoting) {
+        if let Some(n) = scope.null_line
+            && let Some(k) = KeyLine::parse(&self.lines[n])
+        {
+            let comment = k.comment.trim_start();
+            let sep = if comment.is_empty() { "" } else { " " };
+            self.lines[n] = format!("{}{sep}{comment}", &self.lines[n][..k.head]);
+        }
+        let base = scope.indent.unwrap_or(scope.new_indent);
+        let last = parts.len() - 1;
+        let new: Vec<String> = parts
+            .iter()
+            .enumerate()
+            .map(|(d, part)| {
+                let pad = " ".repeat(base + d * self.unit);
+                if d == last {
+                    format!(
+                        "{pad}{}: {}",
+                        format_key(part),
+                        format_value(value, quoting, Quote::None, false)
+                    )
+                } else {
+                    format!("{pad}{}:", format_key(part))
+                }
+            })
+            .collect();
+        if scope.end >= self.lines.len() {
+            self.trailing_newline = true;
+        }
+        self.lines.splice(scope.end..scope.end, new);
+    }
+}
+
+fn flow_reason(here: &str, value: &str) -> String {
+    format!(
+        "`{here}` is written in flow style (`{value}`), which this editor does not change; edit that line by hand"
+    )
+}
+
+/// The file's indentation step: how far the first nested key is indented under its parent.
+fn indent_unit(lines: &[String]) -> usize {
+    let content: Vec<&String> = lines.iter().filter(|l| is_content(l)).collect();
+    for pair in content.windows(2) {
+        let (parent, child) = (pair[0], pair[1]);
+        let (pi, ci) = (indent_of(parent), indent_of(child));
+        if ci > pi && KeyLine::parse(parent).is_some_and(|k| k.value.is_empty()) {
+            return (ci - pi).clamp(1, 8);
+        }
+    }
+    2
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,5 +977,323 @@ mod tests {
         let (r, t) = edit(Some("model: [oops\n"), "a");
         assert!(r.is_err());
         assert_eq!(t, "model: [oops\n");
+    }
+}
+
+#[cfg(test)]
+mod set_unset_tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// Sets `key` in a file holding `initial` (none: no file); the result and the text after.
+    fn set_text(initial: Option<&str>, key: &str, value: Value) -> (Result<(), EditError>, String) {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("config.yaml");
+        if let Some(text) = initial {
+            std::fs::write(&path, text).unwrap();
+        }
+        let r = set(&path, key, &value);
+        (r, std::fs::read_to_string(&path).unwrap_or_default())
+    }
+
+    fn set_ok(initial: &str, key: &str, value: Value) -> String {
+        let (r, text) = set_text(Some(initial), key, value);
+        r.unwrap();
+        text
+    }
+
+    fn unset_text(initial: &str, key: &str) -> (Result<bool, EditError>, String) {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("config.yaml");
+        std::fs::write(&path, initial).unwrap();
+        let r = unset(&path, key);
+        (r, std::fs::read_to_string(&path).unwrap())
+    }
+
+    const COMMENTED: &str = "# My settings\nmodel:\n  provider: openrouter   # main one\n  default: anthropic/claude-sonnet-4.5\n\n# the loop\nagent:\n  max_turns: 90 # model calls\n  reasoning_effort: ''\ntoolsets: [hermes-cli]\n";
+
+    #[test]
+    fn replaces_a_value_keeping_everything_else_byte_for_byte() {
+        let text = set_ok(COMMENTED, "model.default", json!("gpt-5.1"));
+        assert_eq!(
+            text,
+            COMMENTED.replace("default: anthropic/claude-sonnet-4.5", "default: gpt-5.1")
+        );
+        let text = set_ok(COMMENTED, "model.provider", json!("openai"));
+        assert_eq!(
+            text,
+            COMMENTED.replace("provider: openrouter   #", "provider: openai   #")
+        );
+        let text = set_ok(COMMENTED, "agent.max_turns", json!(1));
+        assert_eq!(text, COMMENTED.replace("max_turns: 90 #", "max_turns: 1 #"));
+        // The same value again changes nothing.
+        assert_eq!(set_ok(&text, "agent.max_turns", json!(1)), text);
+        // A quoted value keeps its quotes.
+        let text = set_ok(COMMENTED, "agent.reasoning_effort", json!("it's high"));
+        assert!(
+            text.contains("  reasoning_effort: 'it''s high'\n"),
+            "{text}"
+        );
+        let text = set_ok("a: \"x # not a comment\"  # real\n", "a", json!("y"));
+        assert_eq!(text, "a: \"y\"  # real\n");
+        let text = set_ok("a: don't # really\n", "a", json!("do"));
+        assert_eq!(text, "a: do # really\n");
+    }
+
+    #[test]
+    fn inserts_keys_and_creates_missing_sections_at_the_end_of_their_section() {
+        let text = set_ok(
+            COMMENTED,
+            "model.base_url",
+            json!("http://localhost:8080/v1"),
+        );
+        assert_eq!(
+            text,
+            COMMENTED.replace(
+                "claude-sonnet-4.5\n",
+                "claude-sonnet-4.5\n  base_url: http://localhost:8080/v1\n"
+            )
+        );
+        let initial =
+            "auxiliary:\n  vision:\n    model: a   # for images\n# compression next\nother: 1\n";
+        assert_eq!(
+            set_ok(initial, "auxiliary.compression.model", json!("b")),
+            "auxiliary:\n  vision:\n    model: a   # for images\n  compression:\n    model: b\n# compression next\nother: 1\n"
+        );
+        assert_eq!(
+            set_ok("x: 1", "a.b.c", json!(true)),
+            "x: 1\na:\n  b:\n    c: true\n"
+        );
+        let (r, text) = set_text(None, "auxiliary.compression.model", json!("m"));
+        r.unwrap();
+        assert_eq!(text, "auxiliary:\n  compression:\n    model: m\n");
+        // The file's own indentation step is used.
+        assert_eq!(
+            set_ok("model:\n    default: x\n", "agent.max_turns", json!(3)),
+            "model:\n    default: x\nagent:\n    max_turns: 3\n"
+        );
+        // Empty and null sections get their first key.
+        assert_eq!(
+            set_ok("display:\nx: 1\n", "display.skin", json!("mono")),
+            "display:\n  skin: mono\nx: 1\n"
+        );
+        assert_eq!(
+            set_ok(
+                "display: ~ # none yet\nx: 1\n",
+                "display.skin",
+                json!("mono")
+            ),
+            "display: # none yet\n  skin: mono\nx: 1\n"
+        );
+        assert_eq!(
+            set_ok("# only a comment\n", "a", json!(1)),
+            "# only a comment\na: 1\n"
+        );
+    }
+
+    #[test]
+    fn writes_each_type_so_it_reads_back_as_that_type() {
+        let cases: Vec<(Value, &str)> = vec![
+            (json!("gpt-5.1"), "gpt-5.1"),
+            (
+                json!("anthropic/claude-sonnet-4.5"),
+                "anthropic/claude-sonnet-4.5",
+            ),
+            (json!("true"), "\"true\""),
+            (json!("yes"), "\"yes\""),
+            (json!("Off"), "\"Off\""),
+            (json!("3"), "\"3\""),
+            (json!("0.5"), "\"0.5\""),
+            (json!("1:20"), "\"1:20\""),
+            (json!("0x1F"), "\"0x1F\""),
+            (json!("4o"), "\"4o\""),
+            (json!("null"), "\"null\""),
+            (json!("~"), "\"~\""),
+            (json!(""), "\"\""),
+            (json!("a: b"), "\"a: b\""),
+            (json!("x #y"), "\"x #y\""),
+            (json!("#x"), "\"#x\""),
+            (json!("-x"), "\"-x\""),
+            (json!(" padded"), "\" padded\""),
+            (json!("two\nlines"), "\"two\\nlines\""),
+            (json!("say \"hi\""), "say \"hi\""),
+            (json!("a#b"), "a#b"),
+            (json!(".inf"), "\".inf\""),
+            (json!(true), "true"),
+            (json!(false), "false"),
+            (json!(3), "3"),
+            (json!(-2), "-2"),
+            (json!(0.5), "0.5"),
+            (json!(null), "null"),
+            (json!(["a", "b c", "1", "x,y"]), "[a, b c, \"1\", \"x,y\"]"),
+            (json!([]), "[]"),
+            (json!({"k": "v", "m": 2}), "{k: v, m: 2}"),
+            (json!({"n": 1}), "{\"n\": 1}"),
+            (json!({"a b": [true]}), "{a b: [true]}"),
+        ];
+        for (value, written) in cases {
+            let text = set_ok("x: 1\n", "x", value.clone());
+            assert_eq!(text, format!("x: {written}\n"), "{value}");
+            let parsed = serde_saphyr::from_str::<Value>(&text).unwrap();
+            assert_eq!(parsed["x"], value, "{text}");
+        }
+    }
+
+    #[test]
+    fn replaces_values_that_span_lines() {
+        let initial = "model:\n  provider: custom\n  default: x\nprompt: |\n  line one\n  line two\nlist: [a,\n  b]\nafter: 1\n";
+        assert_eq!(
+            set_ok(initial, "model", json!("gpt-5.1")),
+            "model: gpt-5.1\nprompt: |\n  line one\n  line two\nlist: [a,\n  b]\nafter: 1\n"
+        );
+        assert_eq!(
+            set_ok(initial, "prompt", json!("short")),
+            "model:\n  provider: custom\n  default: x\nprompt: short\nlist: [a,\n  b]\nafter: 1\n"
+        );
+        assert_eq!(
+            set_ok(initial, "list", json!(["c"])),
+            "model:\n  provider: custom\n  default: x\nprompt: |\n  line one\n  line two\nlist: [c]\nafter: 1\n"
+        );
+        // A list at the key's own column is part of its value.
+        assert_eq!(
+            set_ok(
+                "command_allowlist:\n- a\n- b\nx: 1\n",
+                "command_allowlist",
+                json!(["c"])
+            ),
+            "command_allowlist: [c]\nx: 1\n"
+        );
+    }
+
+    #[test]
+    fn quoted_keys_crlf_and_a_missing_final_newline() {
+        assert_eq!(
+            set_ok("\"model\":\n  'default': x\n", "model.default", json!("z")),
+            "\"model\":\n  'default': z\n"
+        );
+        assert_eq!(
+            set_ok("a:\r\n  b: 1\r\nc: 2\r\n", "a.b", json!(5)),
+            "a:\r\n  b: 5\r\nc: 2\r\n"
+        );
+        assert_eq!(set_ok("a: 1\nb: 2", "a", json!(3)), "a: 3\nb: 2");
+        assert_eq!(set_ok("a: 1\nb: 2", "b", json!(3)), "a: 1\nb: 3\n");
+        assert_eq!(
+            set_ok(
+                "agent:\n  max_turns: 3\nagents_extra: 1\n",
+                "agent.x",
+                json!(1)
+            ),
+            "agent:\n  max_turns: 3\n  x: 1\nagents_extra: 1\n"
+        );
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_edit_safely_and_leaves_the_file_alone() {
+        let refusals = [
+            ("display: {skin: a}\n", "display.skin", "flow style"),
+            (
+                "display: {skin: a,\n  x: 1}\n",
+                "display.skin",
+                "flow style",
+            ),
+            ("model: gpt-5\n", "model.default", "single value"),
+            (
+                "custom_providers:\n  - name: a\n",
+                "custom_providers.0",
+                "is a list",
+            ),
+            ("toolsets: [a]\n", "toolsets.x", "is a list"),
+            ("- a\n- b\n", "a", "not a mapping"),
+            ("just text\n", "a", "not a mapping"),
+            ("a: 1\n", "a..b", "not a key path"),
+            ("a: 1\n", "", "not a key path"),
+            ("a: 1\n", " a", "not a key path"),
+        ];
+        for (initial, key, why) in refusals {
+            let (r, text) = set_text(Some(initial), key, json!("v"));
+            let err = r.unwrap_err().to_string();
+            assert!(err.contains(why), "{initial:?} {key}: {err}");
+            assert!(err.contains("the file was left unchanged"), "{err}");
+            assert_eq!(text, initial, "untouched");
+        }
+        let (r, text) = set_text(Some("model: [oops\n"), "a", json!(1));
+        let err = r.unwrap_err().to_string();
+        assert!(err.contains("config.yaml:"), "{err}");
+        assert!(err.contains("invalid YAML"), "{err}");
+        assert_eq!(text, "model: [oops\n");
+    }
+
+    #[test]
+    fn an_edit_that_would_change_anything_else_is_not_written() {
+        // `base.x` is shared through an alias: changing it would change `other` too.
+        let initial = "base: &b\n  x: 1\nother: *b\n";
+        let (r, text) = set_text(Some(initial), "base.x", json!(2));
+        assert!(
+            r.unwrap_err().to_string().contains("would change more"),
+            "refused"
+        );
+        assert_eq!(text, initial);
+    }
+
+    #[test]
+    fn unset_removes_the_key_and_sections_it_leaves_empty() {
+        let (r, text) = unset_text(COMMENTED, "model.provider");
+        assert!(r.unwrap());
+        assert_eq!(
+            text,
+            COMMENTED.replace("  provider: openrouter   # main one\n", "")
+        );
+        let (r, text) = unset_text(
+            "display:\n  # my look\n  skin: mono\nagent:\n  max_turns: 3\n",
+            "display.skin",
+        );
+        assert!(r.unwrap());
+        assert_eq!(text, "  # my look\nagent:\n  max_turns: 3\n");
+        let (r, text) = unset_text("a:\n  b:\n    c: 1\n  d: 2\n", "a.b.c");
+        assert!(r.unwrap());
+        assert_eq!(text, "a:\n  d: 2\n");
+        let (r, text) = unset_text("a: 1\nlist:\n  - x\n  - y\nprompt: |\n  text\n", "list");
+        assert!(r.unwrap());
+        assert_eq!(text, "a: 1\nprompt: |\n  text\n");
+        let (r, text) = unset_text("a: 1\n", "a");
+        assert!(r.unwrap());
+        assert_eq!(text, "");
+        for (initial, key) in [
+            ("a: 1\n", "b"),
+            ("a: 1\n", "a.b"),
+            ("a:\n", "a.b"),
+            ("a: ~\n", "a.b"),
+            ("a:\n  b: 1\n", "a.c"),
+        ] {
+            let (r, text) = unset_text(initial, key);
+            assert!(!r.unwrap(), "{initial:?} {key}");
+            assert_eq!(text, initial);
+        }
+        let (r, text) = unset_text("display: {skin: a}\n", "display.skin");
+        assert!(r.unwrap_err().to_string().contains("flow style"));
+        assert_eq!(text, "display: {skin: a}\n");
+        let tmp = tempfile::tempdir().unwrap();
+        assert!(!unset(&tmp.path().join("none.yaml"), "a").unwrap());
+    }
+
+    #[test]
+    fn plain_strings_are_only_those_every_reader_takes_as_strings() {
+        for s in ["gpt-5.1", "mono", "a b", "x/y:z", "sk-or-v1-abc", "über"] {
+            assert!(is_plain_safe(s, false), "{s}");
+        }
+        for s in [
+            "", "yes", "NO", "3", "1e5", "+1", ".5", "a: b", "[a]", "*a", "&a", "!a",
+        ] {
+            assert!(!is_plain_safe(s, false), "{s}");
+        }
+        assert!(is_plain_safe("a,b", false));
+        assert!(!is_plain_safe("a,b", true));
+        assert_eq!(to_flow(&json!({"k": ["a", 1]})), "{k: [a, 1]}");
+        let line = "  api_key:  sk-abc   # mine";
+        let k = parse_key_line(line).unwrap();
+        assert_eq!((k.key.as_str(), &line[k.value]), ("api_key", "sk-abc"));
+        assert_eq!(parse_key_line("a:").unwrap().value, 2..2);
+        assert_eq!(parse_key_line("- a: 1"), None);
     }
 }

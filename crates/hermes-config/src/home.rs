@@ -12,28 +12,56 @@ pub struct HermesHome {
 
 impl HermesHome {
     /// Resolves the home from the environment: `HERMES_HOME`, else `$HOME/.hermes`; with a
-    /// profile name, `<home>/profiles/<name>`.
+    /// profile name, `<home>/profiles/<name>` (`default` is the home itself). Without one, the
+    /// sticky profile chosen by `hermes profile use` (the `active_profile` file in the home, the
+    /// Python Hermes's format) applies, unless `HERMES_HOME` already points at a profile.
     pub fn resolve(profile: Option<&str>) -> Result<HermesHome, ConfigError> {
-        let base = match std::env::var_os("HERMES_HOME").filter(|v| !v.is_empty()) {
-            Some(dir) => PathBuf::from(dir),
-            None => match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
-                Some(home) => PathBuf::from(home).join(".hermes"),
-                None => {
-                    return Err(ConfigError::HomeUnavailable {
-                        path: PathBuf::from("~/.hermes"),
-                        reason: "neither HERMES_HOME nor HOME is set".into(),
-                    });
-                }
-            },
+        let base = Self::base()?;
+        let chosen = match profile {
+            Some(name) => Some(name.to_string()),
+            None if is_profile_dir(&base) => None,
+            None => active_profile(&base),
         };
-        let root = match profile {
+        let root = match chosen.as_deref() {
+            None | Some("default") => base,
             Some(name) => {
                 validate_profile_name(name, &base)?;
-                base.join("profiles").join(name)
+                let root = base.join("profiles").join(name);
+                if profile.is_none() && !root.is_dir() {
+                    return Err(ConfigError::HomeUnavailable {
+                        path: root,
+                        reason: format!(
+                            "{} names the profile `{name}`, which does not exist; run `hermes profile use default` or create it with `hermes profile create {name}`",
+                            base.join(ACTIVE_PROFILE_FILE).display()
+                        ),
+                    });
+                }
+                root
             }
-            None => base,
         };
         Ok(HermesHome { root })
+    }
+
+    /// The default home, where `profiles/` and `active_profile` live: `HERMES_HOME`, else
+    /// `$HOME/.hermes`.
+    pub fn base() -> Result<PathBuf, ConfigError> {
+        match std::env::var_os("HERMES_HOME").filter(|v| !v.is_empty()) {
+            Some(dir) => Ok(PathBuf::from(dir)),
+            None => match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+                Some(home) => Ok(PathBuf::from(home).join(".hermes")),
+                None => Err(ConfigError::HomeUnavailable {
+                    path: PathBuf::from("~/.hermes"),
+                    reason: "neither HERMES_HOME nor HOME is set".into(),
+                }),
+            },
+        }
+    }
+
+    /// The profile this home is (`None` for a home that is not under a `profiles/` directory).
+    pub fn profile_name(&self) -> Option<String> {
+        is_profile_dir(&self.root)
+            .then(|| self.root.file_name()?.to_str().map(str::to_string))
+            .flatten()
     }
 
     /// A home at an explicit directory (tests, embedding).
@@ -76,7 +104,23 @@ impl HermesHome {
     }
 }
 
-fn validate_profile_name(name: &str, base: &Path) -> Result<(), ConfigError> {
+/// The file holding the sticky profile's name, in the default home.
+pub const ACTIVE_PROFILE_FILE: &str = "active_profile";
+
+/// The sticky profile named in `<base>/active_profile` (`None` when absent, empty or `default`).
+pub fn active_profile(base: &Path) -> Option<String> {
+    let name = std::fs::read_to_string(base.join(ACTIVE_PROFILE_FILE)).ok()?;
+    let name = name.trim();
+    (!name.is_empty() && name != "default").then(|| name.to_string())
+}
+
+fn is_profile_dir(path: &Path) -> bool {
+    path.parent()
+        .and_then(Path::file_name)
+        .is_some_and(|n| n == "profiles")
+}
+
+pub(crate) fn validate_profile_name(name: &str, base: &Path) -> Result<(), ConfigError> {
     let ok = !name.is_empty()
         && name
             .chars()
@@ -108,6 +152,24 @@ mod tests {
         std::fs::write(&file, "x").unwrap();
         let err = HermesHome::at(&file).ensure().unwrap_err();
         assert!(err.to_string().contains("not a directory"), "{err}");
+    }
+
+    #[test]
+    fn the_sticky_profile_is_read_like_the_python_hermes_writes_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert_eq!(active_profile(tmp.path()), None);
+        std::fs::write(tmp.path().join(ACTIVE_PROFILE_FILE), "coder\n").unwrap();
+        assert_eq!(active_profile(tmp.path()).as_deref(), Some("coder"));
+        std::fs::write(tmp.path().join(ACTIVE_PROFILE_FILE), "default\n").unwrap();
+        assert_eq!(active_profile(tmp.path()), None);
+        assert!(is_profile_dir(&tmp.path().join("profiles").join("x")));
+        assert_eq!(
+            HermesHome::at(tmp.path().join("profiles").join("x"))
+                .profile_name()
+                .as_deref(),
+            Some("x")
+        );
+        assert_eq!(HermesHome::at(tmp.path()).profile_name(), None);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! overlay that lookups consult after the real environment, so secrets from `.env` reach
 //! providers without leaking into tool subprocesses.
 
-mod edit;
+pub mod edit;
 mod env;
 mod error;
 mod fsutil;
@@ -18,7 +18,7 @@ pub use edit::add_to_list;
 pub use env::Environment;
 pub use error::ConfigError;
 pub use fsutil::atomic_write;
-pub use home::HermesHome;
+pub use home::{ACTIVE_PROFILE_FILE, HermesHome, active_profile};
 pub use settings::{AgentSettings, Config, DEFAULT_TOOLSETS, ModelSettings, TerminalSettings};
 
 /// Loads everything a run needs from a home: `.env` into an [`Environment`] overlay, then

@@ -106,6 +106,12 @@ pub fn build_provider_with(
     }
 }
 
+/// The HTTP client the wire formats use (rustls, these timeouts, hermes's user agent), for a
+/// caller that needs one plain request of its own, such as `hermes doctor`'s endpoint check.
+pub fn http_client(timeouts: &HttpTimeouts) -> Result<reqwest::Client, LlmError> {
+    http::client(timeouts)
+}
+
 /// Settings of the wire formats beyond the provider spec.
 #[derive(Debug, Clone, Default)]
 pub struct ProviderOptions {

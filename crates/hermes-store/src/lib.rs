@@ -11,12 +11,14 @@
 //! - [`SessionWriter`]: the dedicated thread a live session writes through.
 //! - Exports: JSON records ([`export`]) and ShareGPT trajectories ([`sharegpt`]).
 //! - [`import_python`]: the Python Hermes's `state.db` (only ever read) copied into the store.
+//! - [`health`]: a read-only look at either database (sessions, last activity, `quick_check`).
 //!
 //! The schema is our own (the Python Hermes keeps `state.db`), so both programs can share a home
 //! without touching each other's database.
 
 mod error;
 pub mod export;
+pub mod health;
 pub mod import;
 mod messages;
 mod schema;

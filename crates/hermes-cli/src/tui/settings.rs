@@ -3,7 +3,6 @@
 //! session), `/tools`, `/toolsets`, `/memory`, `/yolo`, `/approvals`, `/skin` (live, saved as
 //! `display.skin`), `/verbose` and `/reasoning`.
 
-use hermes_core::memory::{MemorySettings, MemoryStore, Target};
 use hermes_protocol::TurnResult;
 use hermes_tools::{ApprovalMode, Registry};
 
@@ -258,52 +257,37 @@ impl Repl {
     }
 
     pub(crate) fn memory(&self) {
-        let config = match crate::setup::load_home(&self.args) {
-            Ok((_, c, _)) => c,
+        let (home, config, _) = match crate::setup::load_home(&self.args) {
+            Ok(loaded) => loaded,
             Err(e) => return self.complain(&e.message),
         };
-        let settings = match MemorySettings::from_config(&config) {
-            Ok(s) => s,
-            Err(e) => return self.complain(&e.to_string()),
+        let views = match crate::memory_cmd::overview(&home, &config) {
+            Ok(Some(views)) => views,
+            Ok(None) => return self.say("Memory is off (memory.memory_enabled and memory.user_profile_enabled in config.yaml)."),
+            Err(e) => return self.complain(&e),
         };
-        if !settings.enabled() {
-            return self.say("Memory is off (memory.memory_enabled and memory.user_profile_enabled in config.yaml).");
-        }
-        let store = MemoryStore::new(self.home.join("memories"), settings.limits());
         let theme = self.view.theme();
         let mut lines = Vec::new();
-        for target in [Target::Memory, Target::User] {
-            let limit = settings.limits().of(target);
-            match store.load(target) {
-                Ok(entries) => {
-                    let used = hermes_core::memory::file::char_count(&entries);
+        for view in &views {
+            let summary = crate::memory_cmd::summary_line(view);
+            let Ok(entries) = &view.entries else {
+                lines.push(vec![Span::new(summary, theme.error())]);
+                continue;
+            };
+            // The file name as a title, the counts dimmed.
+            let name = view.target.file_name();
+            lines.push(vec![
+                Span::new(name.to_string(), theme.title()),
+                Span::new(summary[name.len()..].to_string(), theme.dim()),
+            ]);
+            for e in entries {
+                for (i, l) in e.lines().enumerate() {
+                    let lead = if i == 0 { "  • " } else { "    " };
                     lines.push(vec![
-                        Span::new(target.file_name().to_string(), theme.title()),
-                        Span::new(
-                            format!(
-                                " · {} entr{} · {}/{} chars",
-                                entries.len(),
-                                if entries.len() == 1 { "y" } else { "ies" },
-                                hermes_llm::util::thousands(used as u64),
-                                hermes_llm::util::thousands(limit as u64)
-                            ),
-                            theme.dim(),
-                        ),
+                        Span::new(lead, theme.accent()),
+                        Span::plain(l.to_string()),
                     ]);
-                    for e in &entries {
-                        for (i, l) in e.lines().enumerate() {
-                            let lead = if i == 0 { "  • " } else { "    " };
-                            lines.push(vec![
-                                Span::new(lead, theme.accent()),
-                                Span::plain(l.to_string()),
-                            ]);
-                        }
-                    }
                 }
-                Err(e) => lines.push(vec![Span::new(
-                    format!("{}: {e}", target.file_name()),
-                    theme.error(),
-                )]),
             }
         }
         lines.push(vec![Span::new(
