@@ -33,6 +33,8 @@ pub enum Command {
     Sessions(crate::sessions_cmd::SessionsArgs),
     /// Models: `fetch-local` downloads the default local model.
     Model(crate::model_cmd::ModelArgs),
+    /// Guided first configuration: provider, key (saved in .env), model; then `hermes doctor`.
+    Setup(crate::setup_cmd::SetupArgs),
     /// Read and change config.yaml: show, get, set, unset, path, env-path, edit.
     Config(crate::config_cmd::ConfigArgs),
     /// The tools and toolsets, and which are enabled: list, enable, disable.

@@ -20,6 +20,7 @@ mod repl;
 mod resume;
 mod sessions_cmd;
 mod setup;
+mod setup_cmd;
 mod status_cmd;
 mod tools_cmd;
 mod trajectory;
@@ -77,6 +78,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             _ => sessions_cmd::run(&cli.common, sessions),
         },
         (None, Some(Command::Model(model))) => model_cmd::run(model),
+        (None, Some(Command::Setup(setup))) => runtime.block_on(setup_cmd::run(&cli.common, setup)),
         (None, Some(Command::Config(config))) => config_cmd::run(&cli.common, config),
         (None, Some(Command::Tools(tools))) => tools_cmd::run(&cli.common, tools),
         (None, Some(Command::Memory(memory))) => memory_cmd::run(&cli.common, memory),

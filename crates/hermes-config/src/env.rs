@@ -116,6 +116,60 @@ fn dotenv_error(path: &Path, e: dotenvy::Error) -> ConfigError {
     }
 }
 
+/// Sets `name` in the `.env` file at `path` (created when missing, readable by the owner only):
+/// the line assigning it is replaced (`NAME=...` or `export NAME=...`), else one is appended;
+/// every other line, comment and blank stays. The value is double-quoted when it holds
+/// anything a dotenv reader could take apart. Returns whether an existing line was replaced.
+pub fn set_dotenv_var(path: &Path, name: &str, value: &str) -> std::io::Result<bool> {
+    let valid_name = !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    if !valid_name || value.contains(['\n', '\r']) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("`{name}` cannot be written to .env with that value"),
+        ));
+    }
+    let plain = value
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_.:/+=@,~%".contains(c));
+    let written = if plain {
+        value.to_string()
+    } else {
+        format!("\"{}\"", value.replace('\\', "\\\\").replace('"', "\\\""))
+    };
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e),
+    };
+    let assigns = |line: &str| {
+        let l = line.trim_start();
+        let l = l.strip_prefix("export ").map_or(l, str::trim_start);
+        l.strip_prefix(name)
+            .is_some_and(|rest| rest.trim_start().starts_with('='))
+    };
+    let mut replaced = false;
+    let mut lines: Vec<String> = Vec::new();
+    for line in text.lines() {
+        if assigns(line) {
+            if !replaced {
+                lines.push(format!("{name}={written}"));
+            }
+            replaced = true;
+        } else {
+            lines.push(line.to_string());
+        }
+    }
+    if !replaced {
+        lines.push(format!("{name}={written}"));
+    }
+    let mut out = lines.join("\n");
+    out.push('\n');
+    crate::atomic_write(path, out.as_bytes())?;
+    Ok(replaced)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,5 +208,39 @@ mod tests {
         assert!(Environment::load(&tmp.path().join("none")).is_ok());
         let err = Environment::load(tmp.path()).unwrap_err();
         assert!(err.to_string().contains("is a directory"), "{err}");
+    }
+
+    #[test]
+    fn set_dotenv_var_replaces_or_appends_and_keeps_the_rest() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join(".env");
+        assert!(!set_dotenv_var(&path, "OPENROUTER_API_KEY", "sk-or-1").unwrap());
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "OPENROUTER_API_KEY=sk-or-1\n"
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o077, 0, "only the owner may read it: {mode:o}");
+        }
+        std::fs::write(
+            &path,
+            "# keys\nexport OPENROUTER_API_KEY=old\nOTHER=1\nOPENROUTER_API_KEY_2=x\n",
+        )
+        .unwrap();
+        assert!(set_dotenv_var(&path, "OPENROUTER_API_KEY", "new key#1").unwrap());
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "# keys\nOPENROUTER_API_KEY=\"new key#1\"\nOTHER=1\nOPENROUTER_API_KEY_2=x\n"
+        );
+        let env = Environment::load(&path).unwrap();
+        assert_eq!(
+            env.overlay.get("OPENROUTER_API_KEY").map(String::as_str),
+            Some("new key#1")
+        );
+        assert!(set_dotenv_var(&path, "BAD NAME", "x").is_err());
+        assert!(set_dotenv_var(&path, "K", "two\nlines").is_err());
     }
 }

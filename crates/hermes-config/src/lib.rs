@@ -15,7 +15,7 @@ mod settings;
 mod yaml;
 
 pub use edit::add_to_list;
-pub use env::Environment;
+pub use env::{Environment, set_dotenv_var};
 pub use error::ConfigError;
 pub use fsutil::atomic_write;
 pub use home::{ACTIVE_PROFILE_FILE, HermesHome, active_profile};

@@ -9,6 +9,8 @@ use std::process::{Output, Stdio};
 
 use hermes_testkit::TestHome;
 
+pub mod tmux;
+
 /// The `hermes` binary under test.
 pub fn bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_hermes"))
