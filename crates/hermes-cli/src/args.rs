@@ -41,6 +41,8 @@ pub enum Command {
     Tools(crate::tools_cmd::ToolsArgs),
     /// The built-in memory (MEMORY.md, USER.md): status, show, reset.
     Memory(crate::memory_cmd::MemoryArgs),
+    /// The skills (procedures the agent saved): list, show.
+    Skills(crate::skills_cmd::SkillsArgs),
     /// Profiles, each a separate home: list, show, create, use, delete.
     Profile(crate::profile_cmd::ProfileArgs),
     /// What is set up: home, provider, model, key, tools, memory, sessions.

@@ -21,6 +21,7 @@ mod resume;
 mod sessions_cmd;
 mod setup;
 mod setup_cmd;
+mod skills_cmd;
 mod status_cmd;
 mod tools_cmd;
 mod trajectory;
@@ -82,6 +83,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         (None, Some(Command::Config(config))) => config_cmd::run(&cli.common, config),
         (None, Some(Command::Tools(tools))) => tools_cmd::run(&cli.common, tools),
         (None, Some(Command::Memory(memory))) => memory_cmd::run(&cli.common, memory),
+        (None, Some(Command::Skills(skills))) => skills_cmd::run(&cli.common, skills),
         (None, Some(Command::Profile(profile))) => profile_cmd::run(profile),
         (None, Some(Command::Status(status))) => status_cmd::status(&cli.common, status),
         (None, Some(Command::Doctor(doctor))) => {

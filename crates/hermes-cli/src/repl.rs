@@ -209,6 +209,9 @@ impl Repl {
             if text.is_empty() {
                 continue;
             }
+            if self.skill_command(text).await {
+                continue;
+            }
             match slash::parse(text) {
                 Parsed::Message(message) => {
                     let message = message.to_string();

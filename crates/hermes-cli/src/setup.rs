@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use hermes_config::{Config, Environment, HermesHome};
 use hermes_core::memory::{MemorySettings, MemoryStore, MemoryTool};
+use hermes_core::skills::{self, Library, SkillSettings};
 use hermes_core::{Agent, AgentOptions, prompt};
 use hermes_llm::reasoning::{ReasoningEffort, ReasoningSettings};
 use hermes_llm::{Overrides, ProviderSpec, RetryPolicy};
@@ -31,6 +32,8 @@ pub struct Session {
     pub approvals: Arc<hermes_tools::ApprovalGate>,
     /// Each tool offered to the model with its toolset, in registration order.
     pub tool_toolsets: Vec<(String, String)>,
+    /// The home's skills (for `/skills` and `/skill-name`).
+    pub skills: Arc<Library>,
 }
 
 /// The tools and system prompt of a session, before any provider is involved.
@@ -38,6 +41,7 @@ pub struct Prepared {
     pub tools: Registry,
     pub system_prompt: String,
     pub warnings: Vec<String>,
+    pub skills: Arc<Library>,
 }
 
 /// Loads the home and config of this run.
@@ -82,6 +86,7 @@ pub fn build_with(
         tools,
         system_prompt,
         warnings,
+        skills,
     } = prepare(
         args,
         platform,
@@ -179,11 +184,13 @@ pub fn build_with(
         background,
         approvals,
         tool_toolsets,
+        skills,
     })
 }
 
-/// Selects the tools (the memory tool registered first, so toolset `memory` finds it) and
-/// assembles the system prompt, which is then fixed for the session.
+/// Selects the tools (the memory and skills tools registered first, so their toolsets find
+/// them) and assembles the system prompt, with the skills index, which is then fixed for the
+/// session.
 pub fn prepare(
     args: &CommonArgs,
     platform: &str,
@@ -196,7 +203,11 @@ pub fn prepare(
     let config_err = |e: hermes_config::ConfigError| CliError::config(e.to_string());
     let (toolsets, _) = configured_toolsets(args, config);
     let memory_settings = MemorySettings::from_config(config).map_err(config_err)?;
-    let (registry, memory) = every_tool(home, &memory_settings);
+    let skills = Arc::new(Library::for_home(
+        home,
+        SkillSettings::from_config(config, home.root(), platform),
+    ));
+    let (registry, memory) = every_tool_with(home, &memory_settings, skills.clone());
     let (selected, mut warnings) = registry
         .select(&toolsets)
         .map_err(|e| CliError::config(e.to_string()))?;
@@ -209,6 +220,16 @@ pub fn prepare(
     }
 
     let tool_names = tools.names();
+    let mut toolsets: Vec<&str> = Vec::new();
+    for name in &tool_names {
+        if let Some(ts) = tools.get(name).map(|t| t.toolset())
+            && !toolsets.contains(&ts)
+        {
+            toolsets.push(ts);
+        }
+    }
+    let index = skills::index::session_index(&skills, &tool_names, &toolsets);
+    warnings.extend(index.warnings);
     let date = prompt::today();
     let assembled = prompt::assemble(prompt::SessionPromptInputs {
         home,
@@ -220,7 +241,7 @@ pub fn prepare(
         platform,
         ignore_rules: args.ignore_rules,
         memory: memory.as_deref(),
-        skills_index: None,
+        skills_index: index.text.as_deref(),
         date: &date,
     })
     .map_err(config_err)?;
@@ -229,6 +250,7 @@ pub fn prepare(
         tools,
         system_prompt: assembled.text,
         warnings,
+        skills,
     })
 }
 
@@ -320,14 +342,27 @@ pub fn configured_toolsets(args: &CommonArgs, config: &Config) -> (Vec<String>, 
     }
 }
 
-/// Every tool this build has for a home: the built-in ones, `session_search` over its store and,
-/// when memory is on, the memory tool (with its store).
+/// Every tool this build has for a home: the built-in ones, `session_search` over its store,
+/// the skills tools and, when memory is on, the memory tool (with its store).
 pub fn every_tool(
     home: &HermesHome,
     memory_settings: &MemorySettings,
 ) -> (Registry, Option<Arc<MemoryStore>>) {
+    let skills = Arc::new(Library::for_home(home, SkillSettings::default()));
+    every_tool_with(home, memory_settings, skills)
+}
+
+/// [`every_tool`] with the session's skills (settings from config.yaml).
+pub fn every_tool_with(
+    home: &HermesHome,
+    memory_settings: &MemorySettings,
+    skills: Arc<Library>,
+) -> (Registry, Option<Arc<MemoryStore>>) {
     let mut registry = Registry::builtin();
     registry.register(crate::persist::search_tool(home));
+    registry.register(Arc::new(skills::SkillsListTool::new(skills.clone())));
+    registry.register(Arc::new(skills::SkillViewTool::new(skills.clone())));
+    registry.register(Arc::new(skills::SkillManageTool::new(skills)));
     let memory = memory_settings.enabled().then(|| {
         Arc::new(MemoryStore::new(
             home.join("memories"),

@@ -42,7 +42,10 @@ fn contents(messages: &[Value]) -> Vec<String> {
 
 #[test]
 fn help_prefixes_ambiguity_unknown_names_and_escaped_slashes() {
-    let server = MockServer::start(Script::new(vec![Turn::text("a path answer")]));
+    let server = MockServer::start(Script::new(vec![
+        Turn::text("deployed"),
+        Turn::text("a path answer"),
+    ]));
     let home = home_for(&server);
     std::fs::create_dir_all(home.hermes_home().join("skills/deploy-app")).unwrap();
     std::fs::write(
@@ -76,9 +79,12 @@ fn help_prefixes_ambiguity_unknown_names_and_escaped_slashes() {
         "{out}"
     );
     assert!(out.contains("Unknown command /frobnicate"), "{out}");
-    assert!(out.contains("/deploy-app is an installed skill"), "{out}");
     assert!(
-        out.contains("/skills: Skills arrive with the skills feature"),
+        out.contains("⚡ Running skill deploy-app\ndeployed\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("1 skill; /<name> [request] runs one:\n  /deploy-app\n"),
         "{out}"
     );
     assert!(
@@ -86,11 +92,17 @@ fn help_prefixes_ambiguity_unknown_names_and_escaped_slashes() {
         "{out}"
     );
     let requests = server.chat_requests();
-    assert_eq!(requests.len(), 1, "only the escaped line reached the model");
     assert_eq!(
-        contents(requests[0]["messages"].as_array().unwrap()),
-        vec!["/etc/hosts is odd"]
+        requests.len(),
+        2,
+        "the skill, then the escaped line reached the model"
     );
+    let sent = contents(requests[1]["messages"].as_array().unwrap());
+    assert!(
+        sent[0].starts_with("[The user ran the skill \"deploy-app\""),
+        "{sent:?}"
+    );
+    assert_eq!(sent[1..], ["deployed", "/etc/hosts is odd"]);
 }
 
 #[test]

@@ -16,6 +16,7 @@ mod model_call;
 pub mod prompt;
 pub mod repair;
 pub mod session_search;
+pub mod skills;
 
 pub use agent::{Agent, AgentOptions};
 pub use budget::IterationBudget;

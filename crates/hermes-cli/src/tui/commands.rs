@@ -1,12 +1,14 @@
 //! Slash commands that act on the conversation: dispatch of every command, `/help`, `/new`,
 //! `/clear`, `/history`, `/retry`, `/undo`, `/title`, `/compress`, `/sessions`, `/resume`,
-//! `/quit`, and the answer to unknown names (reserved for skills). Settings and information
-//! commands are in [`super::settings`]. Every change to the conversation is mirrored in the
-//! session store, so a resumed session is what was on screen.
+//! `/quit`, `/skills`, running a skill with `/<skill-name> [request]` (its instructions and the
+//! request become the user's message), and the answer to unknown names. Settings and
+//! information commands are in [`super::settings`]. Every change to the conversation is
+//! mirrored in the session store, so a resumed session is what was on screen.
 
 use std::process::ExitCode;
 
 use hermes_config::{Config, HermesHome};
+use hermes_core::skills::{Availability, invoke};
 use hermes_protocol::Role;
 use hermes_tools::output::{first_string_arg, shorten_line};
 use tokio_util::sync::CancellationToken;
@@ -70,6 +72,7 @@ pub fn vocabulary(
         skins_dir: home.join("skins"),
         sessions_db: home.join(hermes_store::DB_FILE_NAME),
         cwd: std::env::current_dir().unwrap_or(base.cwd),
+        skills: Some(session.skills.clone()),
     }
 }
 
@@ -102,20 +105,107 @@ impl Repl {
             "skin" => self.skin(args),
             "verbose" => self.display_switch(command.name, args),
             "reasoning" => self.reasoning(args),
+            "skills" => self.list_skills(),
             _ => self.not_in_this_build(command),
         }
         Flow::Continue
     }
 
-    /// `/name` that is no command: a skill's name is reserved for running that skill.
+    /// `/name [request]` naming a skill (and no command exactly): sends the skill's
+    /// instructions with the request as the next message. False when `text` is no skill
+    /// command, so the line goes on to the command parser (which matches prefixes).
+    pub async fn skill_command(&mut self, text: &str) -> bool {
+        let Some(rest) = text.strip_prefix('/').filter(|r| !r.starts_with('/')) else {
+            return false;
+        };
+        let (word, request) = match rest.find(char::is_whitespace) {
+            Some(i) => (&rest[..i], rest[i..].trim()),
+            None => (rest, ""),
+        };
+        let lower = word.to_ascii_lowercase();
+        let is_command = COMMANDS
+            .iter()
+            .any(|c| c.name == lower || c.aliases.contains(&lower.as_str()));
+        if word.is_empty() || is_command {
+            return false;
+        }
+        let skills = self.session.skills.clone();
+        let Some(skill) = invoke::find_command(&skills, word) else {
+            return false;
+        };
+        match invoke::message(&skills, &skill, request, &self.recorder.session_id()) {
+            Ok(message) => {
+                self.note(&format!("⚡ Running skill {}", skill.name));
+                self.turn(&message).await;
+            }
+            Err(notice) => self.complain(&format!("/{word} was not run: {notice}")),
+        }
+        true
+    }
+
+    /// `/skills`: the skills this session offers, as the commands that run them.
+    fn list_skills(&self) {
+        let loaded = self.session.skills.load();
+        for w in &loaded.warnings {
+            self.note(&format!("  ! {w}"));
+        }
+        let commands = invoke::commands(&self.session.skills);
+        let hidden = loaded.skills.iter().filter(|s| !s.is_active()).count();
+        let hidden_note = if hidden == 0 {
+            String::new()
+        } else {
+            format!(" ({hidden} more not offered here: `hermes skills list` shows why)")
+        };
+        if commands.is_empty() {
+            return self.say(&format!(
+                "No skills yet{hidden_note}. They live in {}; the agent saves them with skill_manage.",
+                self.session.skills.root().display()
+            ));
+        }
+        let theme = self.view.theme();
+        let width = commands.iter().map(|(c, _)| c.len() + 1).max().unwrap_or(0);
+        let mut lines = vec![vec![Span::plain(format!(
+            "{} skill{}{hidden_note}; /<name> [request] runs one:",
+            commands.len(),
+            if commands.len() == 1 { "" } else { "s" }
+        ))]];
+        for (command, skill) in &commands {
+            let mut text = hermes_core::skills::index::one_line(&skill.description);
+            if let Some(c) = &skill.category {
+                text = format!("{text} ({c})");
+            }
+            if text.is_empty() {
+                lines.push(vec![Span::new(format!("  /{command}"), theme.accent())]);
+                continue;
+            }
+            lines.push(vec![
+                Span::new(
+                    format!("  {:<width$}  ", format!("/{command}")),
+                    theme.accent(),
+                ),
+                Span::plain(text),
+            ]);
+        }
+        self.view.print_lines(&lines);
+    }
+
+    /// `/name` that is no command and no skill offered here.
     pub fn unknown_command(&self, name: &str) {
         if name.is_empty() {
             return self.say("Type /help for the commands.");
         }
-        let skill = self.home.join("skills").join(name).join("SKILL.md");
-        if skill.is_file() {
-            return self.say(&format!(
-                "/{name} is an installed skill; running skills with /<skill-name> arrives with the skills feature (not in this build yet)."
+        if let Ok(skill) = self.session.skills.find(name) {
+            let why = match &skill.availability {
+                Availability::Disabled => {
+                    "it is disabled (skills.disabled in config.yaml)".to_string()
+                }
+                Availability::OtherPlatform(p) => format!("it is for {} only", p.join(", ")),
+                Availability::OtherEnvironment(e) => format!("it is for {} only", e.join(", ")),
+                Availability::Active => "its name does not make a command".to_string(),
+            };
+            return self.complain(&format!(
+                "/{name}: the skill {} is not offered here: {why}.",
+                skill.name
             ));
         }
         self.complain(&format!(
@@ -439,7 +529,6 @@ impl Repl {
 
     fn not_in_this_build(&self, command: &Command) {
         let what = match command.name {
-            "skills" => "Skills arrive with the skills feature",
             "cron" => "Scheduled jobs arrive with the cron feature",
             "reload-mcp" => {
                 "MCP servers arrive with the MCP feature, so there is nothing to reload"

@@ -1,11 +1,12 @@
-//! Tab completion in the line editor: slash-command names (with their help as description),
-//! their arguments (model names, provider ids, toolsets, stored session ids, skin names,
+//! Tab completion in the line editor: slash-command names (with their help as description) and
+//! the `/<skill-name>` of each skill (with its description), command arguments (model names, provider ids, toolsets, stored session ids, skin names,
 //! command names for `/help`, on/off), and file paths after `@` anywhere in the line.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use hermes_core::skills::{Library, invoke};
 use reedline::{Completer, CompletionResult, Span, Suggestion};
 
 use super::slash::{self, Arg, COMMANDS};
@@ -29,6 +30,8 @@ pub struct Vocabulary {
     pub sessions_db: PathBuf,
     /// Where `@` paths are relative to.
     pub cwd: PathBuf,
+    /// The session's skills, offered as `/<skill-name>`.
+    pub skills: Option<Arc<Library>>,
 }
 
 /// A stored session as completion shows it: id, title or first words, model.
@@ -43,6 +46,8 @@ pub struct SlashCompleter {
     shared: Arc<Mutex<Vocabulary>>,
     vocabulary: Vocabulary,
     sessions: Option<(Instant, Vec<StoredSession>)>,
+    /// Skill commands and descriptions, read again after [`SESSION_CACHE`].
+    skills: Option<(Instant, Vec<(String, String)>)>,
 }
 
 impl SlashCompleter {
@@ -51,6 +56,7 @@ impl SlashCompleter {
             shared,
             vocabulary: Vocabulary::default(),
             sessions: None,
+            skills: None,
         }
     }
 
@@ -74,7 +80,16 @@ impl SlashCompleter {
             return Vec::new();
         };
         if word_start == 0 {
-            return commands(rest, pos);
+            let mut out = commands(rest, pos);
+            let lower = rest.to_lowercase().replace('_', "-");
+            let builtin: Vec<String> = out.iter().map(|s| s.value.clone()).collect();
+            for (command, description) in self.skill_commands() {
+                let value = format!("/{command}");
+                if command.starts_with(&lower) && !builtin.contains(&value) {
+                    out.push(suggestion(value, Some(description), 0, pos, true));
+                }
+            }
+            return out;
         }
         let name = rest.split_whitespace().next().unwrap_or_default();
         let Ok(command) = slash::resolve(name) else {
@@ -126,6 +141,29 @@ impl SlashCompleter {
             .filter(|(value, _)| value.to_lowercase().starts_with(&lower))
             .map(|(value, description)| suggestion(value, description, word_start, pos, true))
             .collect()
+    }
+
+    /// The skills' commands, cached for a few seconds (skills change during a session).
+    fn skill_commands(&mut self) -> Vec<(String, String)> {
+        if let Some((at, list)) = &self.skills
+            && at.elapsed() < SESSION_CACHE
+        {
+            return list.clone();
+        }
+        let list: Vec<(String, String)> = match &self.vocabulary.skills {
+            Some(library) => invoke::commands(library)
+                .into_iter()
+                .filter(|(c, _)| {
+                    !COMMANDS
+                        .iter()
+                        .any(|b| b.name == c || b.aliases.contains(&c.as_str()))
+                })
+                .map(|(c, s)| (c, hermes_tools::output::shorten_line(&s.description, 60)))
+                .collect(),
+            None => Vec::new(),
+        };
+        self.skills = Some((Instant::now(), list.clone()));
+        list
     }
 
     /// Recent sessions, cached for a few seconds.
@@ -269,6 +307,10 @@ mod tests {
             skins_dir: dir.join("skins"),
             sessions_db: dir.join("sessions.db"),
             cwd: dir.to_path_buf(),
+            skills: Some(Arc::new(Library::new(
+                dir.join("skills"),
+                hermes_core::skills::SkillSettings::default(),
+            ))),
         })))
     }
 
@@ -295,6 +337,34 @@ mod tests {
         assert!(c.suggest("hello", 5).is_empty());
         let s = &c.suggest("/model g", 8)[0];
         assert_eq!((s.span.start, s.span.end), (7, 8));
+    }
+
+    #[test]
+    fn skills_complete_as_commands() {
+        let dir = tempfile::tempdir().unwrap();
+        for (rel, name) in [
+            ("deploy-app", "deploy-app"),
+            ("ops/Helper_Tool", "Helper_Tool"),
+            ("help", "help"),
+        ] {
+            let d = dir.path().join("skills").join(rel);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(
+                d.join("SKILL.md"),
+                format!("---\nname: {name}\ndescription: Does {name}.\n---\nSteps.\n"),
+            )
+            .unwrap();
+        }
+        let mut c = completer(dir.path());
+        assert_eq!(values(&c.suggest("/dep", 4)), vec!["/deploy-app"]);
+        let s = &c.suggest("/dep", 4)[0];
+        assert_eq!(s.description.as_deref(), Some("Does deploy-app."));
+        assert_eq!(values(&c.suggest("/helper_", 8)), vec!["/helper-tool"]);
+        assert_eq!(
+            values(&c.suggest("/hel", 4)),
+            vec!["/help", "/helper-tool"],
+            "a skill named like a command is not offered twice"
+        );
     }
 
     #[test]

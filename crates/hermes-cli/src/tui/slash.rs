@@ -1,8 +1,9 @@
 //! The slash-command registry (name, aliases, argument hint, help, what the argument is for
 //! completion) and the parser: a line starting with `/` names a command exactly, by an alias,
 //! or by a unique prefix (`/he` is `/help`; `/re` is ambiguous). `//text` sends `/text` as a
-//! message, and so does a line whose first word is a path (`/usr/bin/env is missing`). Other
-//! unknown names stay unknown: `/<skill-name>` is reserved for skills.
+//! message, and so does a line whose first word is a path (`/usr/bin/env is missing`). A
+//! skill's `/<skill-name>` is looked up before this parser sees the line (exact command names
+//! win over skills, skills over prefixes).
 
 /// What a command's argument is, for completion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -230,7 +231,7 @@ pub const COMMANDS: &[Command] = &[
         "",
         Arg::None,
         Group::Tools,
-        "Skills (not in this build yet: they arrive with the skills feature)",
+        "List the skills; /<skill-name> [request] runs one",
     ),
     cmd(
         "cron",

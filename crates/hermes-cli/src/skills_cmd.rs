@@ -1,0 +1,151 @@
+//! `hermes skills list|show NAME`: the skills of a home from the command line. `list` shows
+//! every skill found (the Python Hermes's too: same folders, same format) with its category and
+//! description, and says which ones a chat does not offer and why (disabled in config.yaml,
+//! made for another OS or runtime, blocked by the injection scanner); `show` prints one
+//! skill's `SKILL.md` and its supporting files. Skills that cannot be read are reported on
+//! stderr by `list`. Nothing is changed.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use hermes_core::skills::{Availability, Library, Loaded, Skill, SkillSettings, view};
+
+use crate::args::CommonArgs;
+use crate::error::CliError;
+
+#[derive(Debug, Args)]
+pub struct SkillsArgs {
+    /// Without an action: list.
+    #[command(subcommand)]
+    pub action: Option<SkillsAction>,
+
+    /// Use the profile NAME: a separate home under $HERMES_HOME/profiles/NAME.
+    #[arg(short = 'p', long = "profile", value_name = "NAME")]
+    pub profile: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SkillsAction {
+    /// Every skill, with its category and description, and why any is not offered.
+    List,
+    /// One skill's SKILL.md and its supporting files.
+    Show {
+        /// The skill's name (or its folder's).
+        name: String,
+    },
+}
+
+/// `top` holds the flags given before the subcommand (`hermes -p NAME skills ...`).
+pub fn run(top: &CommonArgs, args: &SkillsArgs) -> Result<ExitCode, CliError> {
+    let common = CommonArgs {
+        profile: args.profile.clone().or_else(|| top.profile.clone()),
+        ..CommonArgs::default()
+    };
+    let (home, config, _) = crate::setup::load_home(&common)?;
+    let library = Library::for_home(
+        &home,
+        SkillSettings::from_config(&config, home.root(), "cli"),
+    );
+    let text = match args.action.as_ref().unwrap_or(&SkillsAction::List) {
+        SkillsAction::List => {
+            let loaded = library.load();
+            for w in &loaded.warnings {
+                eprintln!("hermes: {w}");
+            }
+            list(&library, &loaded)
+        }
+        SkillsAction::Show { name } => show(&library, name)?,
+    };
+    std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .map_err(|e| CliError::runtime(format!("cannot write the output: {e}")))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Why a skill is not offered in a chat, if it is not.
+fn not_offered(skill: &Skill) -> Option<String> {
+    match &skill.availability {
+        Availability::Disabled => Some("disabled in config.yaml".into()),
+        Availability::OtherPlatform(p) => Some(format!("{} only", p.join(", "))),
+        Availability::OtherEnvironment(e) => Some(format!("{} only", e.join(", "))),
+        Availability::Active => skill.scan().map(|f| {
+            format!(
+                "blocked: potential prompt injection ({})",
+                f.kinds.join(", ")
+            )
+        }),
+    }
+}
+
+fn list(library: &Library, loaded: &Loaded) -> String {
+    let root = library.root().display();
+    if loaded.skills.is_empty() {
+        return format!(
+            "No skills in {root} yet. A skill is a folder with a SKILL.md; the agent saves them with skill_manage.\n"
+        );
+    }
+    let name_w = loaded
+        .skills
+        .iter()
+        .map(|s| s.name.chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let cat_w = loaded
+        .skills
+        .iter()
+        .map(|s| s.category.as_deref().unwrap_or("-").chars().count())
+        .max()
+        .unwrap_or(8)
+        .max(8);
+    let mut out = format!("{:<name_w$}  {:<cat_w$}  DESCRIPTION\n", "NAME", "CATEGORY");
+    let mut offered = 0;
+    for s in &loaded.skills {
+        let mut description = hermes_core::skills::index::one_line(&s.description);
+        match not_offered(s) {
+            Some(why) => description.push_str(&format!(" [{why}]")),
+            None => offered += 1,
+        }
+        out.push_str(
+            format!(
+                "{:<name_w$}  {:<cat_w$}  {description}",
+                s.name,
+                s.category.as_deref().unwrap_or("-")
+            )
+            .trim_end(),
+        );
+        out.push('\n');
+    }
+    let n = loaded.skills.len();
+    out.push_str(&format!(
+        "{n} skill{} in {root}; {offered} offered in chats (/NAME runs one). `hermes skills show NAME` prints one.\n",
+        if n == 1 { "" } else { "s" },
+    ));
+    out
+}
+
+fn show(library: &Library, name: &str) -> Result<String, CliError> {
+    let skill = library.find(name).map_err(CliError::runtime)?;
+    let mut head = vec![skill.name.clone()];
+    if let Some(c) = &skill.category {
+        head.push(c.clone());
+    }
+    if let Some(v) = skill.version() {
+        head.push(format!("version {v}"));
+    }
+    head.push(skill.dir.display().to_string());
+    let mut out = format!("{}\n", head.join(" · "));
+    if let Some(why) = not_offered(&skill) {
+        out.push_str(&format!("Not offered in chats: {why}.\n"));
+    }
+    out.push('\n');
+    out.push_str(skill.text.trim_end());
+    out.push('\n');
+    let files = view::supporting_files(&skill.dir);
+    if !files.is_empty() {
+        out.push_str(&format!("\nFiles: {}\n", files.join(", ")));
+    }
+    Ok(out)
+}
