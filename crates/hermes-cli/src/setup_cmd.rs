@@ -196,6 +196,12 @@ fn write(home: &HermesHome, raw: &Value, plan: &Plan) -> Result<Vec<String>, Cli
             home.env_path().display()
         ));
     }
+    if plan.provider.wire == WireFormat::Bedrock {
+        notes.push(format!(
+            "Bedrock signs in with AWS_BEARER_TOKEN_BEDROCK, or AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION, from the environment or {}.",
+            home.env_path().display()
+        ));
+    }
     notes.insert(
         0,
         format!(

@@ -144,3 +144,16 @@ fn on_a_terminal_it_asks_and_hides_the_key() {
     let dotenv = std::fs::read_to_string(home.hermes_home().join(".env")).unwrap();
     assert_eq!(dotenv, "DEEPSEEK_API_KEY=sk-secret-typed\n");
 }
+
+#[test]
+fn bedrock_says_where_its_credentials_come_from() {
+    let home = TestHome::new();
+    let o = run_with_stdin(&home, &["setup", "--provider", "bedrock", "--no-check"], "");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("Bedrock signs in with AWS_BEARER_TOKEN_BEDROCK, or AWS_ACCESS_KEY_ID"),
+        "{out}"
+    );
+    assert!(!home.hermes_home().join(".env").exists());
+}
