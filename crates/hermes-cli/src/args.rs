@@ -49,6 +49,8 @@ pub enum Command {
     Status(crate::status_cmd::StatusArgs),
     /// Check the setup for problems and say how to fix each.
     Doctor(crate::status_cmd::DoctorArgs),
+    /// Scheduled jobs: list, add, edit, pause, resume, run, remove, status, tick.
+    Cron(crate::cron_cmd::CronArgs),
 }
 
 #[derive(Debug, Args)]

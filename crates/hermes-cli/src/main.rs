@@ -4,6 +4,7 @@
 mod args;
 mod compress_cmd;
 mod config_cmd;
+mod cron_cmd;
 mod error;
 mod interaction;
 mod judge;
@@ -89,5 +90,6 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         (None, Some(Command::Doctor(doctor))) => {
             runtime.block_on(status_cmd::doctor(&cli.common, doctor))
         }
+        (None, Some(Command::Cron(cron))) => runtime.block_on(cron_cmd::run(&cli.common, cron)),
     }
 }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use hermes_config::{Config, Environment, HermesHome};
+use hermes_core::delegation;
 use hermes_core::memory::{MemorySettings, MemoryStore, MemoryTool};
 use hermes_core::skills::{self, Library, SkillSettings};
 use hermes_core::{Agent, AgentOptions, prompt};
@@ -149,6 +150,7 @@ pub fn build_with(
         max_parallel_tools: agent_cfg.max_parallel_tools.clamp(1, 64),
         key_hint: spec.key_source.clone(),
     };
+    let tools = with_delegation(tools, &config, &home, &providers, &options)?;
     let compression: hermes_core::compress::CompressionSettings = config
         .section("compression")
         .map_err(|e| CliError::config(e.to_string()))?;
@@ -188,6 +190,40 @@ pub fn build_with(
     })
 }
 
+/// A working `delegate_task` when the session offers one: sub-agents on the session's
+/// providers and options, the `delegation:` settings, the session's tools minus the ones
+/// sub-agents may not use, and their conversations stored as child sessions of this one.
+fn with_delegation(
+    tools: Registry,
+    config: &Config,
+    home: &HermesHome,
+    providers: &crate::provider::Providers,
+    options: &AgentOptions,
+) -> Result<Registry, CliError> {
+    if tools.get(delegation::TOOL_NAME).is_none() {
+        return Ok(tools);
+    }
+    let settings: delegation::DelegationSettings = config
+        .section("delegation")
+        .map_err(|e| CliError::config(e.to_string()))?;
+    let primary = hermes_core::ModelTarget {
+        provider: providers.primary.clone(),
+        model: options.model.clone(),
+    };
+    let sessions = delegation::ChildSessions {
+        db_path: home.join(hermes_store::DB_FILE_NAME),
+        parent: Some(crate::persist::current_session().clone()),
+    };
+    Ok(delegation::Delegation::new(
+        primary,
+        providers.fallbacks.clone(),
+        options.clone(),
+        settings,
+    )
+    .recording(sessions)
+    .install(&tools))
+}
+
 /// Selects the tools (the memory and skills tools registered first, so their toolsets find
 /// them) and assembles the system prompt, with the skills index, which is then fixed for the
 /// session.
@@ -212,6 +248,12 @@ pub fn prepare(
         .select(&toolsets)
         .map_err(|e| CliError::config(e.to_string()))?;
     let tools = selected.available(env);
+    // A cron run must not schedule more jobs, and has nobody to ask.
+    let tools = if platform == "cron" {
+        crate::cron_cmd::without_cron_tools(tools)
+    } else {
+        tools
+    };
     if !memory_settings.provider.trim().is_empty() {
         warnings.push(format!(
             "memory.provider `{}` is not available in this build; using the built-in memory files",
@@ -343,7 +385,8 @@ pub fn configured_toolsets(args: &CommonArgs, config: &Config) -> (Vec<String>, 
 }
 
 /// Every tool this build has for a home: the built-in ones, `session_search` over its store,
-/// the skills tools and, when memory is on, the memory tool (with its store).
+/// the skills tools, `delegate_task` (schema only until a session installs it) and, when memory
+/// is on, the memory tool (with its store).
 pub fn every_tool(
     home: &HermesHome,
     memory_settings: &MemorySettings,
@@ -363,6 +406,9 @@ pub fn every_tool_with(
     registry.register(Arc::new(skills::SkillsListTool::new(skills.clone())));
     registry.register(Arc::new(skills::SkillViewTool::new(skills.clone())));
     registry.register(Arc::new(skills::SkillManageTool::new(skills)));
+    registry.register(Arc::new(crate::cron_cmd::tool::CronjobTool::new(home)));
+    // Schema only: `build_with` installs the working tool once the providers exist.
+    registry.register(Arc::new(delegation::DelegateTaskTool::schema_only()));
     let memory = memory_settings.enabled().then(|| {
         Arc::new(MemoryStore::new(
             home.join("memories"),

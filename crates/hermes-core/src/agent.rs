@@ -224,19 +224,20 @@ impl Agent {
         sink: &dyn EventSink,
         cancel: CancellationToken,
     ) -> TurnResult {
-        let budget = IterationBudget::new(self.options.max_turns);
+        let budget = Arc::new(IterationBudget::new(self.options.max_turns));
         self.run_turn_with_budget(user_message, history, sink, cancel, &budget)
             .await
     }
 
-    /// [`Agent::run_turn`] drawing on a budget shared with other agents (delegation).
+    /// [`Agent::run_turn`] drawing on a budget shared with other agents. The turn's tools see
+    /// it too: `delegate_task` charges its sub-agents' model calls to it.
     pub async fn run_turn_with_budget(
         &self,
         user_message: &str,
         mut history: Vec<Message>,
         sink: &dyn EventSink,
         cancel: CancellationToken,
-        budget: &IterationBudget,
+        budget: &Arc<IterationBudget>,
     ) -> TurnResult {
         history::close_dangling_tool_calls(&mut history);
         let mut turn = TurnResult {
@@ -372,12 +373,15 @@ impl Agent {
                 .with_reasoning(reasoning)
                 .with_reasoning_details(details),
             );
-            executor::execute(
-                &planned,
-                &ctx,
-                sink,
-                self.options.max_parallel_tools,
-                &mut |result| append(&mut turn, sink, result),
+            crate::delegation::turn_budget::scope(
+                budget.clone(),
+                executor::execute(
+                    &planned,
+                    &ctx,
+                    sink,
+                    self.options.max_parallel_tools,
+                    &mut |result| append(&mut turn, sink, result),
+                ),
             )
             .await;
 

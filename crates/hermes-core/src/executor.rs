@@ -43,12 +43,16 @@ pub(crate) async fn execute(
     ctx: &ToolContext,
     sink: &dyn EventSink,
     max_parallel: usize,
-    on_result: &mut dyn FnMut(Message),
+    on_result: &mut (dyn FnMut(Message) + Send),
 ) {
     for batch in plan_batches(calls, ctx) {
-        let mut outcomes =
-            futures_util::stream::iter(batch.iter().map(|&i| run_one(&calls[i], ctx, sink)))
-                .buffered(max_parallel.max(1));
+        // Collected first: a closure kept inside the stream would make this future non-`Send`
+        // (a turn runs inside `delegate_task`'s future for sub-agents).
+        let runs: Vec<_> = batch
+            .iter()
+            .map(|&i| run_one(&calls[i], ctx, sink))
+            .collect();
+        let mut outcomes = futures_util::stream::iter(runs).buffered(max_parallel.max(1));
         let mut order = batch.iter();
         while let Some(content) = outcomes.next().await {
             if let Some(&i) = order.next() {

@@ -7,6 +7,7 @@
 mod agent;
 mod budget;
 pub mod compress;
+pub mod delegation;
 mod events;
 mod executor;
 mod history;

@@ -106,6 +106,7 @@ impl Repl {
             "verbose" => self.display_switch(command.name, args),
             "reasoning" => self.reasoning(args),
             "skills" => self.list_skills(),
+            "cron" => self.cron_jobs(),
             _ => self.not_in_this_build(command),
         }
         Flow::Continue
@@ -527,9 +528,25 @@ impl Repl {
         }
     }
 
+    /// `/cron`: the scheduled jobs, as `hermes cron list --all` shows them.
+    fn cron_jobs(&self) {
+        let (home, config, env) = match crate::setup::load_home(&self.args) {
+            Ok(loaded) => loaded,
+            Err(e) => return self.complain(&e.message),
+        };
+        let (store, _) = crate::cron_cmd::open_store(&home, &config, &env);
+        match crate::cron_cmd::list_text(&store, true) {
+            Ok(text) => {
+                for line in text.trim_end().lines() {
+                    self.say(line);
+                }
+            }
+            Err(e) => self.complain(&e.to_string()),
+        }
+    }
+
     fn not_in_this_build(&self, command: &Command) {
         let what = match command.name {
-            "cron" => "Scheduled jobs arrive with the cron feature",
             "reload-mcp" => {
                 "MCP servers arrive with the MCP feature, so there is nothing to reload"
             }

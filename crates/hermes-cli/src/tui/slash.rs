@@ -239,7 +239,7 @@ pub const COMMANDS: &[Command] = &[
         "",
         Arg::None,
         Group::Tools,
-        "Scheduled jobs (not in this build yet: they arrive with the cron feature)",
+        "Scheduled jobs (`hermes cron` adds and runs them)",
     ),
     cmd(
         "reload-mcp",
