@@ -51,6 +51,8 @@ pub enum Command {
     Doctor(crate::status_cmd::DoctorArgs),
     /// Scheduled jobs: list, add, edit, pause, resume, run, remove, status, tick.
     Cron(crate::cron_cmd::CronArgs),
+    /// MCP servers of config.yaml: list (connect and show status), test NAME.
+    Mcp(crate::mcp_cmd::McpArgs),
 }
 
 #[derive(Debug, Args)]

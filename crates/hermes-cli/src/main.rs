@@ -8,6 +8,7 @@ mod cron_cmd;
 mod error;
 mod interaction;
 mod judge;
+mod mcp_cmd;
 mod memory_cmd;
 mod model_cmd;
 mod model_list;
@@ -91,5 +92,6 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             runtime.block_on(status_cmd::doctor(&cli.common, doctor))
         }
         (None, Some(Command::Cron(cron))) => runtime.block_on(cron_cmd::run(&cli.common, cron)),
+        (None, Some(Command::Mcp(mcp))) => mcp_cmd::run(&cli.common, mcp),
     }
 }

@@ -244,10 +244,18 @@ pub fn prepare(
         SkillSettings::from_config(config, home.root(), platform),
     ));
     let (registry, memory) = every_tool_with(home, &memory_settings, skills.clone());
+    let (toolsets, mcp_servers, mcp_warnings) = mcp_selection(toolsets, config);
     let (selected, mut warnings) = registry
         .select(&toolsets)
         .map_err(|e| CliError::config(e.to_string()))?;
-    let tools = selected.available(env);
+    let mut tools = selected.available(env);
+    warnings.extend(mcp_warnings);
+    // MCP servers connect concurrently; the session starts once each answered or timed out.
+    let hub = hermes_mcp::Hub::connect(&mcp_servers, Some(home.join("logs/mcp-stderr.log")));
+    warnings.extend(hub.warnings());
+    for tool in hub.tools() {
+        tools.register(tool);
+    }
     // A cron run must not schedule more jobs, and has nobody to ask.
     let tools = if platform == "cron" {
         crate::cron_cmd::without_cron_tools(tools)
@@ -294,6 +302,40 @@ pub fn prepare(
         warnings,
         skills,
     })
+}
+
+/// The MCP servers a session connects, as the Python Hermes chooses them: every enabled server
+/// of `mcp_servers`, unless the toolset list names some (`NAME` or `mcp-NAME`: only those) or
+/// holds `no_mcp` (none). Returns the toolset list without those entries, the servers and the
+/// warnings about unusable entries.
+pub fn mcp_selection(
+    toolsets: Vec<String>,
+    config: &Config,
+) -> (Vec<String>, Vec<hermes_mcp::ServerConfig>, Vec<String>) {
+    let (servers, warnings) = hermes_mcp::parse_servers(&config.raw);
+    let named = |entry: &str| {
+        servers
+            .iter()
+            .find(|s| entry == s.name || entry.strip_prefix("mcp-") == Some(s.name.as_str()))
+            .map(|s| s.name.clone())
+    };
+    let mut rest = Vec::new();
+    let mut explicit = Vec::new();
+    let mut none = false;
+    for entry in toolsets {
+        if entry.trim() == "no_mcp" {
+            none = true;
+        } else if let Some(name) = named(entry.trim()) {
+            explicit.push(name);
+        } else {
+            rest.push(entry);
+        }
+    }
+    let chosen = servers
+        .into_iter()
+        .filter(|s| s.enabled && !none && (explicit.is_empty() || explicit.contains(&s.name)))
+        .collect();
+    (rest, chosen, warnings)
 }
 
 /// Where tools run: `terminal.cwd` (relative to the current directory), else the current

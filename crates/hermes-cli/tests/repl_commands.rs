@@ -88,7 +88,7 @@ fn help_prefixes_ambiguity_unknown_names_and_escaped_slashes() {
         "{out}"
     );
     assert!(
-        out.contains("/reload-mcp: MCP servers arrive with the MCP feature"),
+        out.contains("MCP servers reloaded: 0 tools from 0 servers."),
         "{out}"
     );
     let requests = server.chat_requests();

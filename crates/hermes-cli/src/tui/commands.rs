@@ -107,6 +107,7 @@ impl Repl {
             "reasoning" => self.reasoning(args),
             "skills" => self.list_skills(),
             "cron" => self.cron_jobs(),
+            "reload-mcp" => self.reload_mcp().await,
             _ => self.not_in_this_build(command),
         }
         Flow::Continue
@@ -545,13 +546,45 @@ impl Repl {
         }
     }
 
-    fn not_in_this_build(&self, command: &Command) {
-        let what = match command.name {
-            "reload-mcp" => {
-                "MCP servers arrive with the MCP feature, so there is nothing to reload"
-            }
-            _ => "This command arrives with a later feature",
+    /// `/reload-mcp`: reconnects the MCP servers of config.yaml (re-read) by rebuilding the
+    /// session's agent; the conversation and the stored session go on, the old servers stop.
+    async fn reload_mcp(&mut self) {
+        let args = CommonArgs {
+            resume: None,
+            continue_last: false,
+            yolo: false,
+            ..self.args.clone()
         };
+        let session = match crate::setup::build_with(&args, "cli", self.terminal.clone()) {
+            Ok(s) => s,
+            Err(e) => return self.complain(&format!("MCP servers not reloaded: {}", e.message)),
+        };
+        crate::persist::current_session().set(self.recorder.session_id());
+        for w in &session.warnings {
+            eprintln!("hermes: {w}");
+        }
+        let old = std::mem::replace(&mut self.session, session);
+        old.background.shutdown().await;
+        drop(old);
+        let mcp: Vec<&(String, String)> = self
+            .session
+            .tool_toolsets
+            .iter()
+            .filter(|(_, set)| set.starts_with("mcp-"))
+            .collect();
+        let mut servers: Vec<&str> = mcp.iter().map(|(_, set)| set.as_str()).collect();
+        servers.dedup();
+        self.say(&format!(
+            "MCP servers reloaded: {} tool{} from {} server{}.",
+            mcp.len(),
+            if mcp.len() == 1 { "" } else { "s" },
+            servers.len(),
+            if servers.len() == 1 { "" } else { "s" }
+        ));
+    }
+
+    fn not_in_this_build(&self, command: &Command) {
+        let what = "This command arrives with a later feature";
         self.say(&format!(
             "/{}: {what}; it is not in this build yet.",
             command.name

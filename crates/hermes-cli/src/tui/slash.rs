@@ -247,7 +247,7 @@ pub const COMMANDS: &[Command] = &[
         "",
         Arg::None,
         Group::Tools,
-        "Reload MCP servers (not in this build yet: they arrive with the MCP feature)",
+        "Reconnect the MCP servers of config.yaml and rebuild the tool list",
     ),
     cmd(
         "usage",
