@@ -81,17 +81,11 @@ async fn a_dropped_connection_is_retried() {
     assert_eq!(server.chat_requests().len(), 2);
 }
 
-#[tokio::test]
-async fn an_answer_cut_mid_stream_is_continued_not_lost() {
-    let (server, result) = run(vec![
-        Fault::drop_mid_stream(
-            3,
-            Reply::text("ALPHA-1 ALPHA-2 ALPHA-3 ALPHA-4").with_chunk_size(4),
-        )
-        .into(),
-        Turn::text(" ALPHA-4 done."),
-    ])
-    .await;
+/// Runs a turn whose first answer, `full`, breaks off through `fault` after 3 events, and checks
+/// that the shown part was kept: sent back as the assistant's text with the continue note, and
+/// joined with the continuation (`rest`) in the final answer and a two-message history.
+async fn assert_cut_answer_is_continued(fault: Fault, full: &str, rest: &str) {
+    let (server, result) = run(vec![fault.into(), Turn::text(rest)]).await;
     let reqs = server.chat_requests();
     assert_eq!(reqs.len(), 2);
     let msgs = messages(&reqs[1]);
@@ -100,7 +94,7 @@ async fn an_answer_cut_mid_stream_is_continued_not_lost() {
         .unwrap()
         .to_string();
     assert!(
-        !partial.is_empty() && "ALPHA-1 ALPHA-2 ALPHA-3 ALPHA-4".starts_with(&partial),
+        !partial.is_empty() && full.starts_with(&partial),
         "{partial}"
     );
     assert_eq!(msgs[msgs.len() - 2]["role"], "assistant");
@@ -110,39 +104,30 @@ async fn an_answer_cut_mid_stream_is_continued_not_lost() {
             .unwrap()
             .contains("cut off")
     );
-    assert_eq!(result.final_text, format!("{partial} ALPHA-4 done.").trim());
+    assert_eq!(result.final_text, format!("{partial}{rest}").trim());
     // The stored history has one assistant message, not the recovery scaffolding.
     assert_eq!(result.messages.len(), 2);
+}
+
+#[tokio::test]
+async fn an_answer_cut_mid_stream_is_continued_not_lost() {
+    let full = "ALPHA-1 ALPHA-2 ALPHA-3 ALPHA-4";
+    let fault = Fault::drop_mid_stream(3, Reply::text(full).with_chunk_size(4));
+    assert_cut_answer_is_continued(fault, full, " ALPHA-4 done.").await;
 }
 
 /// Regression: an error the provider sent inside the stream (here OpenAI's `server_error`)
 /// after some text discarded the text that had been shown.
 #[tokio::test]
 async fn an_answer_ended_by_an_in_stream_error_is_continued_not_lost() {
-    let (server, result) = run(vec![
-        Fault::error_mid_stream(
-            3,
-            Reply::text("BETA-1 BETA-2 BETA-3").with_chunk_size(4),
-            "server_error",
-            "The server had an error while processing your request.",
-        )
-        .into(),
-        Turn::text(" BETA-3 done."),
-    ])
-    .await;
-    let reqs = server.chat_requests();
-    assert_eq!(reqs.len(), 2);
-    let msgs = messages(&reqs[1]);
-    let partial = msgs[msgs.len() - 2]["content"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    assert!(
-        !partial.is_empty() && "BETA-1 BETA-2 BETA-3".starts_with(&partial),
-        "{partial}"
+    let full = "BETA-1 BETA-2 BETA-3";
+    let fault = Fault::error_mid_stream(
+        3,
+        Reply::text(full).with_chunk_size(4),
+        "server_error",
+        "The server had an error while processing your request.",
     );
-    assert_eq!(result.final_text, format!("{partial} BETA-3 done.").trim());
-    assert_eq!(result.messages.len(), 2);
+    assert_cut_answer_is_continued(fault, full, " BETA-3 done.").await;
 }
 
 #[tokio::test]

@@ -3,9 +3,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::{one_message, plain_request, provider_at};
+
 use futures_util::StreamExt;
-use hermes_llm::{ChatRequest, ErrorClass, HttpTimeouts, ProviderSpec, WireFormat};
-use hermes_protocol::{Message, StreamEvent};
+use hermes_llm::{ErrorClass, WireFormat};
+use hermes_protocol::StreamEvent;
 use hermes_testkit::{Fault, MockServer, Reply, Script};
 
 use ErrorClass::*;
@@ -213,26 +217,9 @@ async fn real_provider_error_bodies_classify() {
             }
             .into(),
         ]));
-        let spec = ProviderSpec {
-            provider: "t".into(),
-            base_url: server.base_url(),
-            api_key: None,
-            model: "m".into(),
-            wire: WireFormat::OpenAiChat,
-            chosen_by: "test".into(),
-            key_source: None,
-        };
-        let provider = hermes_llm::build_provider(&spec, &HttpTimeouts::default()).unwrap();
-        let messages = [Message::user("x")];
-        let req = ChatRequest {
-            model: "m",
-            system: "",
-            messages: &messages,
-            tools: &[],
-            max_tokens: None,
-            temperature: None,
-            reasoning: None,
-        };
+        let provider = provider_at(&server, WireFormat::OpenAiChat);
+        let messages = one_message();
+        let req = plain_request(&messages);
         let err = match provider.stream(&req).await {
             Ok(mut s) => s.next().await.unwrap().unwrap_err(),
             Err(e) => e,
@@ -342,26 +329,9 @@ async fn errors_inside_a_stream_classify_in_every_wire_format() {
             )
             .into(),
         ]));
-        let spec = ProviderSpec {
-            provider: "t".into(),
-            base_url: server.base_url(),
-            api_key: Some("k".into()),
-            model: "m".into(),
-            wire,
-            chosen_by: "test".into(),
-            key_source: None,
-        };
-        let provider = hermes_llm::build_provider(&spec, &HttpTimeouts::default()).unwrap();
-        let messages = [Message::user("x")];
-        let req = ChatRequest {
-            model: "m",
-            system: "",
-            messages: &messages,
-            tools: &[],
-            max_tokens: None,
-            temperature: None,
-            reasoning: None,
-        };
+        let provider = provider_at(&server, wire);
+        let messages = one_message();
+        let req = plain_request(&messages);
         let mut stream = provider.stream(&req).await.unwrap();
         let mut text = String::new();
         let err = loop {

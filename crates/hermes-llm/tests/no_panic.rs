@@ -5,9 +5,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::{one_message, plain_request, provider_at};
+
 use futures_util::StreamExt;
-use hermes_llm::{ChatRequest, ProviderSpec, ResponseAccumulator, WireFormat};
-use hermes_protocol::Message;
+use hermes_llm::{ResponseAccumulator, WireFormat};
 use hermes_testkit::{Fault, MockServer, Script};
 use proptest::prelude::*;
 use serde_json::json;
@@ -110,35 +113,14 @@ fn stream_of(entry: impl Strategy<Value = String>) -> impl Strategy<Value = Vec<
 /// Streams `entries` to the provider for `wire` and drains it.
 fn drain(wire: WireFormat, entries: Vec<String>) {
     let server = MockServer::start(Script::new(vec![Fault::raw_sse(entries).into()]));
-    let base_url = match wire {
-        WireFormat::Anthropic => format!("http://127.0.0.1:{}", server.port()),
-        _ => server.base_url(),
-    };
-    let spec = ProviderSpec {
-        provider: "test".into(),
-        base_url,
-        api_key: Some("sk-test".into()),
-        model: "m".into(),
-        wire,
-        chosen_by: "test".into(),
-        key_source: None,
-    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     runtime.block_on(async {
-        let provider = hermes_llm::build_provider(&spec, &Default::default()).unwrap();
-        let messages = [Message::user("x")];
-        let req = ChatRequest {
-            model: "m",
-            system: "",
-            messages: &messages,
-            tools: &[],
-            max_tokens: None,
-            temperature: None,
-            reasoning: None,
-        };
+        let provider = provider_at(&server, wire);
+        let messages = one_message();
+        let req = plain_request(&messages);
         let Ok(mut stream) = provider.stream(&req).await else {
             return;
         };
