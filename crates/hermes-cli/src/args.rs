@@ -53,6 +53,8 @@ pub enum Command {
     Cron(crate::cron_cmd::CronArgs),
     /// MCP servers of config.yaml: list (connect and show status), test NAME.
     Mcp(crate::mcp_cmd::McpArgs),
+    /// The gateway: the OpenAI-compatible API server (`run`, the default, in the foreground).
+    Gateway(crate::gateway_cmd::GatewayArgs),
 }
 
 #[derive(Debug, Args)]

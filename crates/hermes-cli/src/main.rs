@@ -6,6 +6,7 @@ mod compress_cmd;
 mod config_cmd;
 mod cron_cmd;
 mod error;
+mod gateway_cmd;
 mod interaction;
 mod judge;
 mod mcp_cmd;
@@ -93,5 +94,8 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         }
         (None, Some(Command::Cron(cron))) => runtime.block_on(cron_cmd::run(&cli.common, cron)),
         (None, Some(Command::Mcp(mcp))) => mcp_cmd::run(&cli.common, mcp),
+        (None, Some(Command::Gateway(gateway))) => {
+            runtime.block_on(gateway_cmd::run(&cli.common, gateway))
+        }
     }
 }

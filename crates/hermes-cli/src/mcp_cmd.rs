@@ -1,6 +1,7 @@
 //! `hermes mcp list|test NAME`: the MCP servers of config.yaml (`mcp_servers`) from the
-//! command line. `list` connects every enabled server (concurrently) and shows its transport,
-//! tool count and status; `test` connects one server and lists the tools a chat would offer,
+//! command line. `list` connects every enabled server (concurrently) and shows its transport
+//! (the command of a stdio server, `http HOST/PATH` or `https HOST/PATH` of an HTTP one), tool
+//! count and status; `test` connects one server and lists the tools a chat would offer,
 //! failing (exit 1) when it cannot connect. Nothing is changed. `hermes mcp serve`, `add`,
 //! `remove` and OAuth logins are not in this build.
 
@@ -94,8 +95,12 @@ pub fn run(top: &CommonArgs, args: &McpArgs) -> Result<ExitCode, CliError> {
             let tools = hub.tools();
             match hub.servers.first().map(|s| &s.status) {
                 Some(Status::Connected(_)) => {
+                    let over = match &server.transport {
+                        Transport::Http { url, .. } => format!(" over HTTP ({url})"),
+                        Transport::Stdio { .. } => String::new(),
+                    };
                     println!(
-                        "MCP server `{name}` connected: {} tool{}",
+                        "MCP server `{name}` connected{over}: {} tool{}",
                         tools.len(),
                         if tools.len() == 1 { "" } else { "s" }
                     );
@@ -122,7 +127,10 @@ fn transport(config: &ServerConfig) -> String {
             parts.extend(args.iter().take(2).map(String::as_str));
             parts.join(" ")
         }
-        Transport::Http { url, .. } => url.clone(),
+        Transport::Http { url, .. } => match url.split_once("://") {
+            Some((scheme, rest)) => format!("{} {rest}", scheme.to_ascii_lowercase()),
+            None => format!("http {url}"),
+        },
     };
     if text.chars().count() > 30 {
         let short: String = text.chars().take(27).collect();

@@ -295,3 +295,179 @@ fn mcp_list_and_test() {
         stderr(&o)
     );
 }
+
+/// `hermes-mcp-mock --http` with `env`, killed when dropped.
+struct HttpMock {
+    child: std::process::Child,
+    url: String,
+}
+
+impl HttpMock {
+    fn start(env: &[(&str, &str)]) -> HttpMock {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(mock_mcp())
+            .arg("--http")
+            .envs(env.iter().copied())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = format!("http://127.0.0.1:{}/mcp", line.trim());
+        HttpMock { child, url }
+    }
+}
+
+impl Drop for HttpMock {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A config with the model server and `servers` (`name: yaml lines`) under mcp_servers.
+fn http_config(home: &TestHome, server: Option<&MockServer>, servers: &[(&str, String)]) {
+    let mut yaml = match server {
+        Some(s) => hermes_testkit::mock_config_yaml(s),
+        None => String::new(),
+    };
+    yaml.push_str("mcp_servers:\n");
+    for (name, lines) in servers {
+        yaml.push_str(&format!("  {name}:\n{lines}"));
+    }
+    home.write_config(&yaml);
+}
+
+#[test]
+fn an_http_server_gets_its_headers_and_serves_the_model() {
+    let server = MockServer::start(Script::new(vec![
+        Turn::tool("mcp__web__echo", json!({"text": "over http"})),
+        Turn::text("done"),
+    ]));
+    let home = TestHome::new();
+    let log = home.root().join("headers");
+    let mcp = HttpMock::start(&[
+        ("MOCK_AUTH", "Bearer t0k-123"),
+        ("MOCK_HEADER_LOG", log.to_str().unwrap()),
+        ("MOCK_SSE", "1"),
+    ]);
+    http_config(
+        &home,
+        Some(&server),
+        &[(
+            "web",
+            format!(
+                "    url: {}\n    headers:\n      Authorization: \"Bearer ${{MCP_TOKEN}}\"\n      X-Team: blue\n",
+                mcp.url
+            ),
+        )],
+    );
+    let o = home
+        .command(common::bin())
+        .env("MCP_TOKEN", "t0k-123")
+        .args(["-z", "use it"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "");
+    assert_eq!(stdout(&o), "done\n");
+    let reqs = server.chat_requests();
+    assert!(
+        tool_names(&reqs[0]).iter().any(|n| n == "mcp__web__add"),
+        "{:?}",
+        tool_names(&reqs[0])
+    );
+    assert_eq!(tool_result(&reqs[1]), r#"{"result":"over http"}"#);
+    let seen = std::fs::read_to_string(&log).unwrap();
+    let posts: Vec<&str> = seen.lines().filter(|l| l.starts_with("POST ")).collect();
+    assert!(posts.len() >= 4, "{seen}");
+    assert_eq!(
+        posts[0],
+        "POST authorization=Bearer t0k-123 x-team=blue session=-"
+    );
+    assert!(
+        posts[1..]
+            .iter()
+            .all(|l| *l == "POST authorization=Bearer t0k-123 x-team=blue session=mock-session-1"),
+        "{seen}"
+    );
+}
+
+#[test]
+fn a_refused_or_silent_http_server_is_one_warning_each() {
+    let server = MockServer::start(Script::new(vec![Turn::text("fine")]));
+    let home = TestHome::new();
+    let locked = HttpMock::start(&[("MOCK_AUTH", "Bearer right")]);
+    let silent = HttpMock::start(&[("MOCK_HANG", "1")]);
+    http_config(
+        &home,
+        Some(&server),
+        &[
+            (
+                "locked",
+                format!(
+                    "    url: {}\n    headers:\n      Authorization: Bearer wr0ng-t0ken\n",
+                    locked.url
+                ),
+            ),
+            (
+                "silent",
+                format!("    url: {}\n    connect_timeout: 1\n", silent.url),
+            ),
+        ],
+    );
+    let started = std::time::Instant::now();
+    let o = run(&home, &["-z", "hi"]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "fine\n");
+    let err = stderr(&o);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(
+        lines[0].starts_with(&format!(
+            "hermes: MCP server `locked` is unavailable: the MCP handshake with {} failed: HTTP 401 Unauthorized",
+            locked.url
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("wr0ng-t0ken"), "{err}");
+    assert_eq!(
+        lines[1],
+        "hermes: MCP server `silent` is unavailable: no answer within 1 s"
+    );
+}
+
+#[test]
+fn mcp_list_and_test_show_http_servers() {
+    let home = TestHome::new();
+    let mcp = HttpMock::start(&[]);
+    http_config(
+        &home,
+        None,
+        &[(
+            "web",
+            format!("    url: {}\n    tools:\n      include: [echo]\n", mcp.url),
+        )],
+    );
+    let o = run(&home, &["mcp", "list"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        format!(
+            "Name             Transport                      Tools  Status\nweb              {:<30}     1  connected\n",
+            format!("http {}", mcp.url.trim_start_matches("http://"))
+        )
+    );
+    let o = run(&home, &["mcp", "test", "web"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        format!(
+            "MCP server `web` connected over HTTP ({}): 1 tool\n  mcp__web__echo  Echo the text back.\n",
+            mcp.url
+        )
+    );
+}

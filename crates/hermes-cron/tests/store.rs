@@ -18,10 +18,29 @@ fn berlin() -> Zone {
 }
 
 /// A home holding the Python-written jobs.json.
+/// The Python-written jobs with their near-term run times (the fixture was made "now", so
+/// they fall due within a day of it) moved to 2099: a test is never affected by the day it runs
+/// on, and makes a job due itself with `set_next_run`.
+fn fixture_for_today() -> String {
+    let mut file: Value = serde_json::from_str(FIXTURE).unwrap();
+    for job in file["jobs"].as_array_mut().unwrap() {
+        let near = job["next_run_at"]
+            .as_str()
+            .is_some_and(|t| t.as_bytes().get(..4) < Some(b"2030".as_slice()));
+        if near {
+            job["next_run_at"] = json!("2099-01-01T09:00:00+01:00");
+            if job["schedule"]["kind"] == "once" {
+                job["schedule"]["run_at"] = json!("2099-01-01T09:00:00+01:00");
+            }
+        }
+    }
+    serde_json::to_string_pretty(&file).unwrap()
+}
+
 fn python_home() -> (tempfile::TempDir, CronStore) {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(tmp.path().join("cron")).unwrap();
-    std::fs::write(tmp.path().join("cron/jobs.json"), FIXTURE).unwrap();
+    std::fs::write(tmp.path().join("cron/jobs.json"), fixture_for_today()).unwrap();
     let store = CronStore::new(tmp.path(), berlin());
     (tmp, store)
 }

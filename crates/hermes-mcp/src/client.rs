@@ -1,9 +1,12 @@
 //! Connections to MCP servers. Every connection lives on one background thread with its own
 //! tokio runtime, so the synchronous session setup can wait for all servers at once (each
 //! bounded by its `connect_timeout`, none delaying the others) and calls from any runtime run
-//! there. A stdio server is a child process killed when its connection is dropped; one found
-//! dead (exited, broken pipe) is started again on the next call, once.
+//! there. A stdio server is a child process killed when its connection is dropped; an HTTP
+//! server is reached over Streamable HTTP (rmcp's client on our reqwest: JSON or SSE answers,
+//! `Mcp-Session-Id`, the configured `headers` on every request). A connection found dead
+//! (exited, broken pipe, closed transport) is started again on the next call, once.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -268,7 +271,8 @@ async fn connect_and_list(state: &State) -> Result<Vec<RemoteTool>, String> {
     };
     let (live, listed) = tokio::time::timeout(timeout, work)
         .await
-        .map_err(|_| format!("no answer within {}", seconds(timeout)))??;
+        .map_err(|_| format!("no answer within {}", seconds(timeout)))?
+        .map_err(|why| hide_headers(config, &why))?;
     *state.live.lock().await = Some(live);
     Ok(listed
         .into_iter()
@@ -281,13 +285,11 @@ async fn connect_and_list(state: &State) -> Result<Vec<RemoteTool>, String> {
         .collect())
 }
 
-/// Starts the server and completes the MCP handshake.
+/// Starts the server (or opens the HTTP session) and completes the MCP handshake.
 async fn start(config: &ServerConfig, stderr_log: Option<&PathBuf>) -> Result<Live, String> {
     let (command, args, env) = match &config.transport {
         Transport::Stdio { command, args, env } => (command, args, env),
-        Transport::Http { .. } => {
-            return Err("HTTP MCP servers are not supported by this build (stdio only)".into());
-        }
+        Transport::Http { url, headers } => return start_http(config, url, headers).await,
     };
     let mut cmd = tokio::process::Command::new(command);
     cmd.args(args)
@@ -318,6 +320,101 @@ async fn start(config: &ServerConfig, stderr_log: Option<&PathBuf>) -> Result<Li
         client,
         child: Some(child),
     })
+}
+
+/// Opens a Streamable HTTP session with `url`, `headers` sent on every request.
+async fn start_http(
+    config: &ServerConfig,
+    url: &str,
+    headers: &[(String, String)],
+) -> Result<Live, String> {
+    use reqwest::header::{HeaderName, HeaderValue};
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+    let mut map = HashMap::new();
+    for (name, value) in headers {
+        let Ok(key) = HeaderName::from_bytes(name.trim().as_bytes()) else {
+            return Err(format!("`{name}` is not a valid HTTP header name"));
+        };
+        let Ok(mut value) = HeaderValue::from_str(value.trim()) else {
+            return Err(format!("the value of header `{name}` is not valid"));
+        };
+        value.set_sensitive(true);
+        map.insert(key, value);
+    }
+    // Installing twice is harmless; the first provider stays.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::builder()
+        .connect_timeout(config.connect_timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("hermes-rs/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+    let transport = StreamableHttpClientTransport::with_client(
+        client,
+        StreamableHttpClientTransportConfig::with_uri(url.to_string())
+            .custom_headers(map)
+            .reinit_on_expired_session(true),
+    );
+    let client = ()
+        .serve(transport)
+        .await
+        .map_err(|e| format!("the MCP handshake with {url} failed: {}", http_reason(&e)))?;
+    Ok(Live {
+        client,
+        child: None,
+    })
+}
+
+/// The HTTP-level cause of a failed handshake when there is one (`HTTP 401 Unauthorized`,
+/// `connection refused`), else the error itself.
+fn http_reason(error: &rmcp::service::ClientInitializeError) -> String {
+    use rmcp::service::ClientInitializeError;
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let ClientInitializeError::TransportError { error: dynamic, .. } = error else {
+        return error.to_string();
+    };
+    let Some(http) = dynamic
+        .error
+        .downcast_ref::<StreamableHttpError<reqwest::Error>>()
+    else {
+        return innermost(dynamic.error.as_ref());
+    };
+    match http {
+        StreamableHttpError::AuthRequired(_) => "HTTP 401 Unauthorized".into(),
+        StreamableHttpError::InsufficientScope(_) => "HTTP 403 Forbidden".into(),
+        StreamableHttpError::UnexpectedServerResponse(text) => text.to_string(),
+        StreamableHttpError::Client(e) => innermost(e),
+        other => other.to_string(),
+    }
+}
+
+/// The last cause of an error chain (`connection refused` rather than `error sending request`).
+fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut last = error;
+    while let Some(next) = last.source() {
+        last = next;
+    }
+    if std::ptr::addr_eq(last, error) {
+        error.to_string()
+    } else {
+        format!("{error}: {last}")
+    }
+}
+
+/// `why` with the values of the server's HTTP headers (tokens, keys) replaced by `***`.
+fn hide_headers(config: &ServerConfig, why: &str) -> String {
+    let mut text = why.to_string();
+    if let Transport::Http { headers, .. } = &config.transport {
+        for (_, value) in headers {
+            let value = value.trim();
+            if value.len() >= 4 {
+                text = text.replace(value, "***");
+            }
+        }
+    }
+    text
 }
 
 fn stderr_target(log: Option<&PathBuf>) -> Stdio {
@@ -356,7 +453,8 @@ async fn peer(state: &State) -> Result<Peer<RoleClient>, String> {
             start(&state.config, state.stderr_log.as_ref()),
         )
         .await
-        .map_err(|_| "the server did not come back".to_string())??;
+        .map_err(|_| "the server did not come back".to_string())?
+        .map_err(|why| hide_headers(&state.config, &why))?;
         *live = Some(started);
     }
     live.as_ref()
@@ -398,7 +496,8 @@ async fn call(state: Arc<State>, tool: String, args: Value) -> Value {
             if transport_gone(&e) {
                 *state.live.lock().await = None;
             }
-            serde_json::json!({"error": text::redact(&format!("MCP call failed: {e}"))})
+            let why = hide_headers(&state.config, &format!("MCP call failed: {e}"));
+            serde_json::json!({"error": text::redact(&why)})
         }
     }
 }

@@ -21,7 +21,7 @@ pub enum Transport {
         args: Vec<String>,
         env: Vec<(String, String)>,
     },
-    /// A remote server (Streamable HTTP); not connected by this build.
+    /// A remote server (Streamable HTTP); `headers` go with every request.
     Http {
         url: String,
         headers: Vec<(String, String)>,

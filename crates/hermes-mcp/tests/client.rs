@@ -1,5 +1,6 @@
-//! The MCP client against a real MCP server over stdio (`hermes-mcp-mock`): connect, list,
-//! call, error results, timeouts, include/exclude, restart of a dead server, children killed.
+//! The MCP client against a real MCP server (`hermes-mcp-mock`) over stdio and Streamable HTTP:
+//! connect, list, call, error results, timeouts, include/exclude, restart of a dead server,
+//! children killed, HTTP headers and sessions, refused credentials.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -26,6 +27,50 @@ fn mock(name: &str, env: &[(&str, &str)]) -> ServerConfig {
         include: vec![],
         exclude: vec![],
         enabled: true,
+    }
+}
+
+fn http(name: &str, url: &str, headers: &[(&str, &str)]) -> ServerConfig {
+    ServerConfig {
+        transport: Transport::Http {
+            url: url.into(),
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        },
+        ..mock(name, &[])
+    }
+}
+
+/// `hermes-mcp-mock --http` with `env`, killed when dropped.
+struct HttpMock {
+    child: std::process::Child,
+    url: String,
+}
+
+impl HttpMock {
+    fn start(env: &[(&str, &str)]) -> HttpMock {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_hermes-mcp-mock"))
+            .arg("--http")
+            .envs(env.iter().copied())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = format!("http://127.0.0.1:{}/mcp", line.trim());
+        HttpMock { child, url }
+    }
+}
+
+impl Drop for HttpMock {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -164,13 +209,11 @@ fn failures_are_one_warning_each_and_do_not_delay_the_others() {
         args: vec!["--token=abc123".into()],
         env: vec![],
     };
-    let remote = ServerConfig {
-        transport: Transport::Http {
-            url: "https://mcp.example/x".into(),
-            headers: vec![],
-        },
-        ..mock("remote", &[])
-    };
+    let remote = http(
+        "remote",
+        "http://127.0.0.1:1/mcp",
+        &[("Authorization", "Bearer s3cr3t")],
+    );
     let started = std::time::Instant::now();
     let hub = Hub::connect(&[hang, die, missing, remote, mock("ok", &[])], None);
     assert!(started.elapsed() < Duration::from_secs(5));
@@ -190,9 +233,12 @@ fn failures_are_one_warning_each_and_do_not_delay_the_others() {
         ),
         "{warnings:?}"
     );
-    assert_eq!(
-        warnings[3],
-        "MCP server `remote` is unavailable: HTTP MCP servers are not supported by this build (stdio only)"
+    assert!(
+        warnings[3].starts_with(
+            "MCP server `remote` is unavailable: the MCP handshake with http://127.0.0.1:1/mcp failed: "
+        ) && warnings[3].contains("refused")
+            && !warnings[3].contains("s3cr3t"),
+        "{warnings:?}"
     );
     assert_eq!(hub.tools().len(), 5);
 }
@@ -225,4 +271,148 @@ fn a_dead_server_is_restarted_once_and_children_are_killed() {
     assert!(!is_dead(all[1]));
     drop((tools, crash, echo, hub));
     assert!(wait_dead(all[1]), "the server outlived its session");
+}
+
+#[test]
+fn http_servers_list_and_call_with_json_or_sse_answers() {
+    let rt = rt();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("headers");
+    let log_str = log.to_str().unwrap();
+    let json_server = HttpMock::start(&[("MOCK_HEADER_LOG", log_str), ("MOCK_AUTH", "Bearer t0k")]);
+    let sse_server = HttpMock::start(&[("MOCK_SSE", "1")]);
+    let hub = Hub::connect(
+        &[
+            http(
+                "web",
+                &json_server.url,
+                &[("Authorization", "Bearer t0k"), ("X-Team", "blue")],
+            ),
+            http("sse", &sse_server.url, &[]),
+        ],
+        None,
+    );
+    assert!(hub.warnings().is_empty(), "{:?}", hub.warnings());
+    let tools = hub.tools();
+    assert_eq!(tools.len(), 10);
+    for prefix in ["mcp__web__", "mcp__sse__"] {
+        let echo = find(&tools, &format!("{prefix}echo"));
+        assert_eq!(echo.description(), "Echo the text back.");
+        assert_eq!(
+            call(&rt, &echo, json!({"text": "over http"})),
+            (r#"{"result":"over http"}"#.to_string(), true)
+        );
+        let add = find(&tools, &format!("{prefix}add"));
+        assert_eq!(
+            call(&rt, &add, json!({"a": 1, "b": 2})).0,
+            r#"{"result":"3"}"#
+        );
+        let fail = find(&tools, &format!("{prefix}fail"));
+        assert_eq!(
+            call(&rt, &fail, json!({})),
+            (r#"{"error":"it failed, [REDACTED]"}"#.to_string(), false)
+        );
+    }
+    let seen = std::fs::read_to_string(&log).unwrap();
+    let posts: Vec<&str> = seen.lines().filter(|l| l.starts_with("POST ")).collect();
+    assert!(posts.len() >= 5, "{seen}");
+    assert_eq!(
+        posts[0],
+        "POST authorization=Bearer t0k x-team=blue session=-"
+    );
+    for line in &posts[1..] {
+        assert_eq!(
+            *line, "POST authorization=Bearer t0k x-team=blue session=mock-session-1",
+            "{seen}"
+        );
+    }
+    assert!(
+        seen.lines()
+            .all(|l| l.contains("authorization=Bearer t0k x-team=blue")),
+        "every request carries the headers: {seen}"
+    );
+}
+
+#[test]
+fn an_http_401_is_one_warning_naming_the_server() {
+    let server = HttpMock::start(&[("MOCK_AUTH", "Bearer right")]);
+    let hub = Hub::connect(
+        &[
+            http(
+                "locked",
+                &server.url,
+                &[("Authorization", "Bearer wrong-t0ken")],
+            ),
+            mock("ok", &[]),
+        ],
+        None,
+    );
+    let warnings = hub.warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with(&format!(
+            "MCP server `locked` is unavailable: the MCP handshake with {} failed: HTTP 401 Unauthorized",
+            server.url
+        )) && !warnings[0].contains("wrong-t0ken"),
+        "{warnings:?}"
+    );
+    assert_eq!(hub.tools().len(), 5);
+}
+
+#[test]
+fn an_http_server_that_stops_answering_times_out() {
+    let rt = rt();
+    let hanging = HttpMock::start(&[("MOCK_HANG", "1")]);
+    let mut config = http("hang", &hanging.url, &[]);
+    config.connect_timeout = Duration::from_millis(800);
+    let started = std::time::Instant::now();
+    let hub = Hub::connect(&[config], None);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(
+        hub.warnings(),
+        ["MCP server `hang` is unavailable: no answer within 0.8 s"]
+    );
+
+    let slow_server = HttpMock::start(&[]);
+    let mut slow = http("slow", &slow_server.url, &[]);
+    slow.timeout = Duration::from_millis(300);
+    let hub = Hub::connect(&[slow], None);
+    let sleep = find(&hub.tools(), "mcp__slow__sleep");
+    let started = std::time::Instant::now();
+    assert_eq!(
+        call(&rt, &sleep, json!({"ms": 5000})),
+        (
+            r#"{"error":"MCP tool mcp__slow__sleep timed out after 0.3 s"}"#.to_string(),
+            false
+        )
+    );
+    assert!(started.elapsed() < Duration::from_secs(3));
+    let echo = find(&hub.tools(), "mcp__slow__echo");
+    assert_eq!(
+        call(&rt, &echo, json!({"text": "still here"})).0,
+        r#"{"result":"still here"}"#
+    );
+}
+
+#[test]
+fn an_http_server_that_went_away_is_reconnected_on_the_next_call() {
+    let rt = rt();
+    let server = HttpMock::start(&[]);
+    let hub = Hub::connect(&[http("gone", &server.url, &[])], None);
+    let tools = hub.tools();
+    let (crash, echo) = (
+        find(&tools, "mcp__gone__crash"),
+        find(&tools, "mcp__gone__echo"),
+    );
+    let (out, ok) = call(&rt, &crash, json!({}));
+    assert!(!ok, "{out}");
+    // The next call tries a new session (the server is gone: refused).
+    let (out, ok) = call(&rt, &echo, json!({"text": "x"}));
+    assert!(
+        !ok && out.starts_with(&format!(
+            r#"{{"error":"MCP server `gone` is not connected: the MCP handshake with {} failed: "#,
+            server.url
+        )) && out.contains("Connection refused"),
+        "{out}"
+    );
 }

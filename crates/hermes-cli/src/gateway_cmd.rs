@@ -1,0 +1,261 @@
+//! `hermes gateway [run]`: the gateway in the foreground. This build serves the
+//! OpenAI-compatible API server (hermes-gateway) with one `-z`-like agent turn per request,
+//! recorded as a session with source `api`; chat platforms configured in config.yaml are named
+//! as not in this build. Ctrl-C or SIGTERM stops it: turns in flight are cancelled, exit 0.
+//!
+//! Settings, as the Python Hermes reads them: `--host`/`--port`, else `API_SERVER_HOST` /
+//! `API_SERVER_PORT`, else `platforms.api_server.extra.host|port` (or without `extra`, or under
+//! `gateway.platforms`), else 127.0.0.1:8642; the key from `API_SERVER_KEY` (environment or
+//! .env) or `platforms.api_server.extra.key`; the concurrency limit from
+//! `gateway.api_server.max_concurrent_runs` (default 10, 0: none).
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use hermes_config::{Config, Environment};
+use hermes_core::EventSink;
+use hermes_gateway::api_server::{
+    self, ApiServer, ApiServerConfig, TurnInput, TurnOutcome, TurnRunner,
+};
+use hermes_protocol::Message;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::args::CommonArgs;
+use crate::error::CliError;
+use crate::persist::Tee;
+use crate::setup;
+
+#[derive(Debug, Args)]
+pub struct GatewayArgs {
+    /// `run` (the default): run the gateway in the foreground.
+    #[arg(value_parser = ["run"])]
+    pub action: Option<String>,
+
+    /// Address to listen on (default 127.0.0.1; others need API_SERVER_KEY).
+    #[arg(long)]
+    pub host: Option<String>,
+
+    /// Port to listen on (default 8642; 0 picks a free one).
+    #[arg(long)]
+    pub port: Option<u16>,
+
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// The platforms of the Python gateway this build does not have.
+const API_SERVER: &str = "api_server";
+
+pub async fn run(common: &CommonArgs, args: &GatewayArgs) -> Result<ExitCode, CliError> {
+    let common = common.merged(&args.common);
+    let (home, config, env) = setup::load_home(&common)?;
+    let server_config = server_config(args, &config, &env, home.profile_name())?;
+    api_server::check_bind(&server_config.host, server_config.key.as_deref())
+        .map_err(CliError::config)?;
+    for name in other_platforms(&config) {
+        eprintln!("hermes: gateway platform `{name}` is configured but not in this build");
+    }
+    // Build one session first: a configuration mistake stops the gateway at start, and its
+    // warnings are printed once rather than on every request.
+    let probe = build(&common).await?;
+    for w in &probe.warnings {
+        eprintln!("hermes: {w}");
+    }
+    probe.background.shutdown().await;
+    drop(probe);
+
+    let runner = Arc::new(AgentRunner { args: common });
+    let server = ApiServer::bind(server_config, runner)
+        .await
+        .map_err(CliError::runtime)?;
+    let addr = server
+        .local_addr()
+        .map_err(|e| CliError::runtime(format!("cannot read the listening address: {e}")))?;
+    println!("API server listening on http://{addr}/v1");
+    let shutdown = CancellationToken::new();
+    spawn_signal_handler(shutdown.clone());
+    let stopped = shutdown.clone();
+    tokio::select! {
+        r = server.serve(shutdown) => {
+            r.map_err(|e| CliError::runtime(format!("the API server failed: {e}")))?;
+        }
+        // Connections that outlive their cancelled turns are not waited for forever.
+        _ = async { stopped.cancelled().await; tokio::time::sleep(Duration::from_secs(10)).await } => {}
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn spawn_signal_handler(shutdown: CancellationToken) {
+    tokio::spawn(async move {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            match signal(SignalKind::terminate()) {
+                Ok(mut term) => {
+                    tokio::select! {
+                        _ = tokio::signal::ctrl_c() => {}
+                        _ = term.recv() => {}
+                    }
+                }
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+        shutdown.cancel();
+    });
+}
+
+async fn build(args: &CommonArgs) -> Result<setup::Session, CliError> {
+    let args = args.clone();
+    tokio::task::spawn_blocking(move || setup::build(&args, "api"))
+        .await
+        .map_err(|e| CliError::runtime(format!("building the agent failed: {e}")))?
+}
+
+/// A value of the api_server platform block: `platforms.api_server.extra.KEY`, then
+/// `platforms.api_server.KEY`, then the same under `gateway.`.
+fn platform_value<'a>(config: &'a Config, key: &str) -> Option<&'a Value> {
+    ["/platforms", "/gateway/platforms"]
+        .iter()
+        .flat_map(|root| {
+            [
+                format!("{root}/{API_SERVER}/extra/{key}"),
+                format!("{root}/{API_SERVER}/{key}"),
+            ]
+        })
+        .find_map(|p| config.raw.pointer(&p).filter(|v| !v.is_null()))
+}
+
+fn as_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn server_config(
+    args: &GatewayArgs,
+    config: &Config,
+    env: &Environment,
+    profile: Option<String>,
+) -> Result<ApiServerConfig, CliError> {
+    let setting = |var: &str, key: &str| {
+        env.var(var)
+            .filter(|v| !v.trim().is_empty())
+            .map(|v| (v.trim().to_string(), var.to_string()))
+            .or_else(|| {
+                platform_value(config, key)
+                    .and_then(as_text)
+                    .map(|v| (v, format!("platforms.{API_SERVER}.extra.{key}")))
+            })
+    };
+    let host = match &args.host {
+        Some(h) => h.clone(),
+        None => setting("API_SERVER_HOST", "host")
+            .map(|(v, _)| v)
+            .unwrap_or_else(|| api_server::DEFAULT_HOST.into()),
+    };
+    let port = match args.port {
+        Some(p) => p,
+        None => match setting("API_SERVER_PORT", "port") {
+            Some((v, from)) => v
+                .parse()
+                .map_err(|_| CliError::config(format!("{from}: {v:?} is not a port number")))?,
+            None => api_server::DEFAULT_PORT,
+        },
+    };
+    let key = setting("API_SERVER_KEY", "key").map(|(v, _)| v);
+    let max_concurrent = match config
+        .raw
+        .pointer("/gateway/api_server/max_concurrent_runs")
+    {
+        None | Some(Value::Null) => api_server::DEFAULT_MAX_CONCURRENT,
+        Some(v) => v
+            .as_i64()
+            .map(|n| usize::try_from(n.max(0)).unwrap_or_default())
+            .ok_or_else(|| {
+                CliError::config(format!(
+                    "{}: gateway.api_server.max_concurrent_runs must be a number",
+                    config.path.display()
+                ))
+            })?,
+    };
+    let model_name = setting("API_SERVER_MODEL_NAME", "model_name")
+        .map(|(v, _)| v)
+        .or(profile.filter(|p| p != "default" && p != "custom"))
+        .unwrap_or_else(|| api_server::DEFAULT_MODEL_NAME.into());
+    Ok(ApiServerConfig {
+        host,
+        port,
+        key,
+        max_concurrent,
+        model_name,
+        version: env!("CARGO_PKG_VERSION").into(),
+    })
+}
+
+/// Platforms configured (and not disabled) in config.yaml other than the API server.
+fn other_platforms(config: &Config) -> Vec<String> {
+    let mut names = Vec::new();
+    for root in ["/platforms", "/gateway/platforms"] {
+        let Some(map) = config.raw.pointer(root).and_then(Value::as_object) else {
+            continue;
+        };
+        for (name, v) in map {
+            let disabled = v.get("enabled").and_then(Value::as_bool) == Some(false);
+            if name != API_SERVER && !disabled && !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
+    }
+    names
+}
+
+/// One request, one fresh session built the way `hermes -z` builds it (nobody to ask for
+/// approvals), recorded with source `api`.
+struct AgentRunner {
+    args: CommonArgs,
+}
+
+#[async_trait::async_trait]
+impl TurnRunner for AgentRunner {
+    async fn run(
+        &self,
+        input: TurnInput,
+        events: Arc<dyn EventSink>,
+        cancel: CancellationToken,
+    ) -> Result<TurnOutcome, String> {
+        let session = build(&self.args).await.map_err(|e| e.message)?;
+        let recorder = session.persistence.start(&session.agent);
+        let mut history = Vec::with_capacity(input.history.len() + 1);
+        // The request's system messages come first, after the agent's own system prompt.
+        if let Some(system) = input.system.filter(|s| !s.trim().is_empty()) {
+            history.push(Message::system(system));
+        }
+        history.extend(input.history);
+        let result = session
+            .agent
+            .run_turn(
+                &input.user,
+                history,
+                &Tee(&recorder, events.as_ref()),
+                cancel,
+            )
+            .await;
+        recorder.end_turn(&result);
+        session.background.shutdown().await;
+        Ok(TurnOutcome {
+            result,
+            session_id: Some(session.persistence.session_id().to_string()),
+        })
+    }
+}

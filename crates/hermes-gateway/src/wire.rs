@@ -1,0 +1,343 @@
+//! The OpenAI wire shapes the API server speaks: the error envelope, a chat-completions request
+//! read into the pieces of one agent turn (system text, history, last user message), the
+//! `chat.completion` answer and the `chat.completion.chunk` stream events. Kept apart from the
+//! HTTP plumbing so the shapes are tested on their own.
+
+use hermes_protocol::{Message, Usage};
+use serde_json::{Value, json};
+
+/// OpenAI's error envelope: `{"error": {"message", "type", "param", "code"}}`.
+pub fn error_body(message: &str, kind: &str, param: Option<&str>, code: Option<&str>) -> Value {
+    json!({
+        "error": {
+            "message": message,
+            "type": kind,
+            "param": param,
+            "code": code,
+        }
+    })
+}
+
+/// A request error: the message and the field it is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadRequest {
+    pub message: String,
+    pub param: Option<String>,
+}
+
+impl BadRequest {
+    fn new(message: impl Into<String>, param: impl Into<String>) -> Self {
+        BadRequest {
+            message: message.into(),
+            param: Some(param.into()),
+        }
+    }
+
+    pub fn body(&self) -> Value {
+        error_body(
+            &self.message,
+            "invalid_request_error",
+            self.param.as_deref(),
+            None,
+        )
+    }
+}
+
+/// A chat-completions request as one agent turn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    /// The `model` the client asked for (echoed back), if any.
+    pub model: Option<String>,
+    /// Every `system` message joined by newlines: layered on the agent's own system prompt.
+    pub system: Option<String>,
+    /// The `user` and `assistant` messages before the last one.
+    pub history: Vec<Message>,
+    /// The last message, which must be the user's.
+    pub user: String,
+    pub stream: bool,
+    /// `stream_options.include_usage`: a final chunk carrying `usage`.
+    pub include_usage: bool,
+}
+
+/// Reads a chat-completions body. `tool` messages and unknown roles are left out, as the
+/// Python Hermes does: the agent runs its own tools.
+pub fn parse_chat_request(body: &[u8]) -> Result<ChatRequest, BadRequest> {
+    let value: Value = serde_json::from_slice(body).map_err(|e| BadRequest {
+        message: format!("Invalid JSON in request body: {e}"),
+        param: None,
+    })?;
+    let Some(obj) = value.as_object() else {
+        return Err(BadRequest {
+            message: "The request body must be a JSON object".into(),
+            param: None,
+        });
+    };
+    let model = match obj.get("model") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err(BadRequest::new("'model' must be a string", "model")),
+    };
+    let stream = optional_bool(obj.get("stream"), "stream")?;
+    let include_usage = match obj.get("stream_options") {
+        None | Some(Value::Null) => false,
+        Some(Value::Object(o)) => {
+            optional_bool(o.get("include_usage"), "stream_options.include_usage")?
+        }
+        Some(_) => {
+            return Err(BadRequest::new(
+                "'stream_options' must be an object",
+                "stream_options",
+            ));
+        }
+    };
+    let messages = match obj.get("messages") {
+        Some(Value::Array(m)) if !m.is_empty() => m,
+        _ => {
+            return Err(BadRequest::new(
+                "Missing or invalid 'messages' field",
+                "messages",
+            ));
+        }
+    };
+    let mut system: Option<String> = None;
+    let mut conversation = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        let role = m.get("role").and_then(Value::as_str).ok_or_else(|| {
+            BadRequest::new(
+                format!("messages[{i}] has no 'role'"),
+                format!("messages[{i}].role"),
+            )
+        })?;
+        let content = content_text(m.get("content")).ok_or_else(|| {
+            BadRequest::new(
+                format!("messages[{i}].content must be a string or a list of text parts"),
+                format!("messages[{i}].content"),
+            )
+        })?;
+        match role {
+            "system" | "developer" => {
+                system = Some(match system {
+                    Some(s) => format!("{s}\n{content}"),
+                    None => content,
+                });
+            }
+            "user" => conversation.push(Message::user(content)),
+            "assistant" => conversation.push(Message::assistant(content)),
+            _ => {}
+        }
+    }
+    let last = conversation.pop();
+    let user = match last {
+        Some(m) if m.role == hermes_protocol::Role::User && !m.content.trim().is_empty() => {
+            m.content
+        }
+        _ => {
+            return Err(BadRequest::new(
+                "No user message found in messages: the last message must be the user's",
+                "messages",
+            ));
+        }
+    };
+    Ok(ChatRequest {
+        model,
+        system,
+        history: conversation,
+        user,
+        stream,
+        include_usage,
+    })
+}
+
+fn optional_bool(v: Option<&Value>, field: &str) -> Result<bool, BadRequest> {
+    match v {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(BadRequest::new(
+            format!("'{field}' must be a boolean"),
+            field,
+        )),
+    }
+}
+
+/// A message's text: a string, or the `text` of each text part of a list (other parts, like
+/// images, are not supported here and are left out). Missing or null content is empty.
+fn content_text(v: Option<&Value>) -> Option<String> {
+    match v {
+        None | Some(Value::Null) => Some(String::new()),
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Array(parts)) => {
+            let texts: Vec<&str> = parts
+                .iter()
+                .filter_map(|p| match p {
+                    Value::String(s) => Some(s.as_str()),
+                    Value::Object(o) => o.get("text").and_then(Value::as_str),
+                    _ => None,
+                })
+                .collect();
+            Some(texts.join("\n"))
+        }
+        Some(_) => None,
+    }
+}
+
+/// OpenAI's usage object.
+pub fn usage_json(u: &Usage) -> Value {
+    json!({
+        "prompt_tokens": u.input_tokens,
+        "completion_tokens": u.output_tokens,
+        "total_tokens": u.total(),
+    })
+}
+
+/// The identity every chunk and answer of one completion shares.
+#[derive(Debug, Clone)]
+pub struct Completion {
+    pub id: String,
+    pub created: u64,
+    pub model: String,
+}
+
+impl Completion {
+    /// The non-streamed answer.
+    pub fn answer(&self, text: &str, finish_reason: &str, usage: &Usage) -> Value {
+        json!({
+            "id": self.id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": finish_reason,
+            }],
+            "usage": usage_json(usage),
+        })
+    }
+
+    /// One `chat.completion.chunk` with `delta` and `finish_reason`.
+    pub fn chunk(&self, delta: Value, finish_reason: Option<&str>) -> Value {
+        json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+        })
+    }
+
+    /// The chunk after the finish chunk when the client asked for usage: no choices.
+    pub fn usage_chunk(&self, usage: &Usage) -> Value {
+        json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [],
+            "usage": usage_json(usage),
+        })
+    }
+}
+
+/// One SSE event: `data: JSON` (with `event: NAME` first when named), then a blank line.
+pub fn sse(event: Option<&str>, data: &Value) -> String {
+    match event {
+        Some(name) => format!("event: {name}\ndata: {data}\n\n"),
+        None => format!("data: {data}\n\n"),
+    }
+}
+
+/// The stream's last line.
+pub const SSE_DONE: &str = "data: [DONE]\n\n";
+
+/// `GET /v1/models`: the one model this server answers as.
+pub fn models(model: &str, created: u64) -> Value {
+    json!({
+        "object": "list",
+        "data": [{
+            "id": model,
+            "object": "model",
+            "created": created,
+            "owned_by": "hermes",
+            "permission": [],
+            "root": model,
+            "parent": null,
+        }],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_become_system_history_and_last_user_message() {
+        let body = br#"{"model":"m","messages":[
+            {"role":"system","content":"Be brief."},
+            {"role":"user","content":"hi"},
+            {"role":"assistant","content":"hello"},
+            {"role":"tool","content":"ignored","tool_call_id":"x"},
+            {"role":"system","content":[{"type":"text","text":"Second."}]},
+            {"role":"user","content":[{"type":"text","text":"what now?"}]}
+        ],"stream":true,"stream_options":{"include_usage":true}}"#;
+        let r = parse_chat_request(body).unwrap();
+        assert_eq!(r.model.as_deref(), Some("m"));
+        assert_eq!(r.system.as_deref(), Some("Be brief.\nSecond."));
+        assert_eq!(
+            r.history,
+            vec![Message::user("hi"), Message::assistant("hello")]
+        );
+        assert_eq!(r.user, "what now?");
+        assert!(r.stream && r.include_usage);
+    }
+
+    #[test]
+    fn bad_requests_name_the_field() {
+        let param = |b: &[u8]| parse_chat_request(b).unwrap_err().param;
+        assert_eq!(param(b"{}"), Some("messages".into()));
+        assert_eq!(param(br#"{"messages":[]}"#), Some("messages".into()));
+        assert_eq!(
+            param(br#"{"messages":[{"role":"assistant","content":"x"}]}"#),
+            Some("messages".into())
+        );
+        assert_eq!(
+            param(br#"{"messages":[{"role":"user","content":"x"}],"stream":"yes"}"#),
+            Some("stream".into())
+        );
+        assert_eq!(
+            param(br#"{"messages":[{"role":"user","content":5}]}"#),
+            Some("messages[0].content".into())
+        );
+        assert_eq!(param(b"not json"), None);
+    }
+
+    #[test]
+    fn chunks_have_openai_shapes() {
+        let c = Completion {
+            id: "chatcmpl-1".into(),
+            created: 7,
+            model: "hermes-agent".into(),
+        };
+        let line = sse(None, &c.chunk(json!({"content": "hi"}), None));
+        let data = line
+            .strip_prefix("data: ")
+            .unwrap()
+            .strip_suffix("\n\n")
+            .unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(data).unwrap(),
+            json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 7,
+                "model": "hermes-agent",
+                "choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": null}]})
+        );
+        let u = Usage {
+            input_tokens: 3,
+            output_tokens: 2,
+            ..Usage::default()
+        };
+        assert_eq!(
+            c.usage_chunk(&u)["usage"],
+            json!({"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5})
+        );
+        assert_eq!(c.usage_chunk(&u)["choices"], json!([]));
+    }
+}
