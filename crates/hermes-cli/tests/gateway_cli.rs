@@ -9,11 +9,11 @@ mod common;
 
 use common::*;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, ChildStderr, Stdio};
 use std::time::{Duration, Instant};
 
+use hermes_testkit::http_client::{HttpReply, sse_events};
 use hermes_testkit::{MockServer, Script, TestHome, Turn};
 use serde_json::{Value, json};
 
@@ -82,75 +82,12 @@ impl Drop for Gateway {
     }
 }
 
-struct Reply {
-    status: u16,
-    head: String,
-    body: String,
+fn http(addr: &str, method: &str, path: &str, headers: &[&str], body: &str) -> HttpReply {
+    hermes_testkit::http_client::http(addr, method, path, headers, body)
 }
 
-/// One HTTP/1.1 request with `Connection: close`; a chunked body is decoded.
-fn http(addr: &str, method: &str, path: &str, headers: &[&str], body: &str) -> Reply {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for h in headers {
-        req.push_str(h);
-        req.push_str("\r\n");
-    }
-    req.push_str("\r\n");
-    req.push_str(body);
-    s.write_all(req.as_bytes()).unwrap();
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).unwrap();
-    let (head, rest) = raw.split_once("\r\n\r\n").unwrap();
-    let body = if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        dechunk(rest)
-    } else {
-        rest.to_string()
-    };
-    Reply {
-        status: head[9..12].parse().unwrap(),
-        head: head.to_string(),
-        body,
-    }
-}
-
-fn dechunk(mut s: &str) -> String {
-    let mut out = String::new();
-    loop {
-        let (size, rest) = s.split_once("\r\n").unwrap();
-        let n = usize::from_str_radix(size.trim(), 16).unwrap();
-        if n == 0 {
-            return out;
-        }
-        out.push_str(&rest[..n]);
-        s = &rest[n + 2..];
-    }
-}
-
-/// `(event name, data)` of each SSE event.
 fn events(body: &str) -> Vec<(Option<String>, String)> {
-    body.split("\n\n")
-        .filter(|e| !e.is_empty())
-        .map(|e| {
-            let mut name = None;
-            let mut data = String::new();
-            for line in e.lines() {
-                if let Some(n) = line.strip_prefix("event: ") {
-                    name = Some(n.to_string());
-                } else if let Some(d) = line.strip_prefix("data: ") {
-                    data.push_str(d);
-                }
-            }
-            (name, data)
-        })
-        .collect()
+    sse_events(body)
 }
 
 /// The answer text of a streamed reply, and its tool progress events.

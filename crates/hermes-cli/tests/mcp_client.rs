@@ -298,32 +298,17 @@ fn mcp_list_and_test() {
 
 /// `hermes-mcp-mock --http` with `env`, killed when dropped.
 struct HttpMock {
-    child: std::process::Child,
     url: String,
+    _server: hermes_testkit::ChildServer,
 }
 
 impl HttpMock {
     fn start(env: &[(&str, &str)]) -> HttpMock {
-        use std::io::BufRead;
-        let mut child = std::process::Command::new(mock_mcp())
-            .arg("--http")
-            .envs(env.iter().copied())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = format!("http://127.0.0.1:{}/mcp", line.trim());
-        HttpMock { child, url }
-    }
-}
-
-impl Drop for HttpMock {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let server = hermes_testkit::ChildServer::start(&mock_mcp(), &["--http"], env);
+        HttpMock {
+            url: format!("http://127.0.0.1:{}/mcp", server.port),
+            _server: server,
+        }
     }
 }
 

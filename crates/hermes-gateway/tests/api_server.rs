@@ -12,6 +12,7 @@ use std::time::Duration;
 use hermes_core::EventSink;
 use hermes_gateway::api_server::{ApiServer, ApiServerConfig, TurnInput, TurnOutcome, TurnRunner};
 use hermes_protocol::{AgentEvent, TurnResult, Usage};
+use hermes_testkit::http_client::{HttpReply, parse_reply, request_text, sse_events};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
@@ -125,82 +126,25 @@ async fn start(config: ApiServerConfig) -> Server {
     }
 }
 
-struct Reply {
-    status: u16,
-    head: String,
-    body: String,
-}
-
-impl Reply {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap()
-    }
-}
-
 /// One HTTP/1.1 request with `Connection: close`; a chunked body is decoded.
-async fn http(addr: SocketAddr, method: &str, path: &str, headers: &[&str], body: &str) -> Reply {
+async fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[&str],
+    body: &str,
+) -> HttpReply {
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for h in headers {
-        req.push_str(h);
-        req.push_str("\r\n");
-    }
-    req.push_str("\r\n");
-    req.push_str(body);
-    s.write_all(req.as_bytes()).await.unwrap();
+    s.write_all(request_text(method, path, headers, body).as_bytes())
+        .await
+        .unwrap();
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).await.unwrap();
-    let raw = String::from_utf8(raw).unwrap();
-    let (head, rest) = raw.split_once("\r\n\r\n").unwrap();
-    let status = head[9..12].parse().unwrap();
-    let body = if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        dechunk(rest)
-    } else {
-        rest.to_string()
-    };
-    Reply {
-        status,
-        head: head.to_string(),
-        body,
-    }
+    parse_reply(&String::from_utf8(raw).unwrap()).unwrap()
 }
 
-fn dechunk(mut s: &str) -> String {
-    let mut out = String::new();
-    loop {
-        let (size, rest) = s.split_once("\r\n").unwrap();
-        let n = usize::from_str_radix(size.trim(), 16).unwrap();
-        if n == 0 {
-            return out;
-        }
-        out.push_str(&rest[..n]);
-        s = &rest[n + 2..];
-    }
-}
-
-/// The `data:` payloads of an SSE body, with the event name of each.
 fn events(body: &str) -> Vec<(Option<String>, String)> {
-    body.split("\n\n")
-        .filter(|e| !e.is_empty())
-        .map(|e| {
-            let mut name = None;
-            let mut data = String::new();
-            for line in e.lines() {
-                if let Some(n) = line.strip_prefix("event: ") {
-                    name = Some(n.to_string());
-                } else if let Some(d) = line.strip_prefix("data: ") {
-                    data.push_str(d);
-                }
-            }
-            (name, data)
-        })
-        .collect()
+    sse_events(body)
 }
 
 const CHAT: &str = r#"{"model":"hermes-agent","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"first"},{"role":"assistant","content":"ok"},{"role":"user","content":"hello"}]}"#;

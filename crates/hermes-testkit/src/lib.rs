@@ -12,8 +12,10 @@
 
 mod anthropic_sse;
 pub mod bedrock_stream;
+mod child_server;
 mod home;
 mod http;
+pub mod http_client;
 mod mock_server;
 pub mod openai_sse;
 mod props;
@@ -21,6 +23,7 @@ mod respond;
 mod responses_sse;
 mod script;
 
+pub use child_server::ChildServer;
 pub use home::{TestHome, mock_config_yaml, test_gguf};
 pub use mock_server::{CapturedRequest, MockServer};
 pub use props::proptest_config;

@@ -384,9 +384,7 @@ fn memory_text(loaded: &Loaded) -> String {
         .join(" · ")
 }
 
-fn thousands(n: usize) -> String {
-    hermes_llm::util::thousands(u64::try_from(n).unwrap_or(u64::MAX))
-}
+use hermes_core::memory::store::thousands;
 
 fn last_active(report: &DbReport) -> String {
     match report.last_active {
