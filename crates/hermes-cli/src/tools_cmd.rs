@@ -66,8 +66,8 @@ pub fn run(top: &CommonArgs, args: &ToolsArgs) -> Result<ExitCode, CliError> {
 }
 
 /// The real (non-composite) toolsets of `every`, in registry order.
-fn real_toolsets(every: &Registry) -> Vec<&'static str> {
-    let mut names: Vec<&'static str> = Vec::new();
+fn real_toolsets(every: &Registry) -> Vec<&str> {
+    let mut names: Vec<&str> = Vec::new();
     for tool in every.names() {
         if let Some(t) = every.get(tool)
             && !names.contains(&t.toolset())

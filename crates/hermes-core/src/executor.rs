@@ -170,13 +170,13 @@ mod tests {
 
     #[async_trait::async_trait]
     impl Tool for Probe {
-        fn name(&self) -> &'static str {
+        fn name(&self) -> &str {
             self.name
         }
-        fn toolset(&self) -> &'static str {
+        fn toolset(&self) -> &str {
             "test"
         }
-        fn description(&self) -> &'static str {
+        fn description(&self) -> &str {
             ""
         }
         fn parameters(&self) -> Value {

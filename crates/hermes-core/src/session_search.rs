@@ -147,15 +147,15 @@ impl Request {
 
 #[async_trait::async_trait]
 impl Tool for SessionSearchTool {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "session_search"
     }
 
-    fn toolset(&self) -> &'static str {
+    fn toolset(&self) -> &str {
         "session_search"
     }
 
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "Search past conversations with the user (all earlier sessions). Use it when the user refers to earlier work (\"what did we decide about X\"). `query`: the best-matching sessions with the hit marked >>>like this<<<, the messages around it (with ids) and how each session began and ended; all words must match, OR for alternatives, \"a phrase\", prefix*. `session_id` + `around_message_id`: the messages around that id (page on with the first or last id). Only `session_id`: that session from its start. No arguments: recent sessions. The current conversation is not searched."
     }
 

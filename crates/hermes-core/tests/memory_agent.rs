@@ -287,13 +287,13 @@ struct RecallTool;
 
 #[async_trait::async_trait]
 impl Tool for RecallTool {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "recall_search"
     }
-    fn toolset(&self) -> &'static str {
+    fn toolset(&self) -> &str {
         "memory"
     }
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "Search long-term memory"
     }
     fn parameters(&self) -> Value {

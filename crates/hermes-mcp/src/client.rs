@@ -218,16 +218,16 @@ impl Hub {
             let Status::Connected(list) = &server.status else {
                 continue;
             };
-            let toolset: &'static str = leak(server.config.toolset());
+            let toolset = server.config.toolset();
             for remote in list {
                 let description = match remote.description.trim() {
                     "" => format!("MCP tool {} from {}", remote.name, server.config.name),
                     d => d.to_string(),
                 };
                 tools.push(Arc::new(McpTool {
-                    name: leak(text::tool_name(&server.config.name, &remote.name)),
-                    toolset,
-                    description: leak(description),
+                    name: text::tool_name(&server.config.name, &remote.name),
+                    toolset: toolset.clone(),
+                    description,
                     schema: remote.schema.clone(),
                     remote: remote.name.clone(),
                     server: server.clone(),
@@ -249,12 +249,6 @@ fn failed_server(config: &ServerConfig, why: &str) -> Arc<Server> {
         }),
         bg: None,
     })
-}
-
-/// Tool names and descriptions live as long as the process (the `Tool` trait wants
-/// `&'static str`); a session has a handful, `/reload-mcp` adds another handful.
-fn leak(s: String) -> &'static str {
-    Box::leak(s.into_boxed_str())
 }
 
 async fn connect_and_list(state: &State) -> Result<Vec<RemoteTool>, String> {
@@ -504,9 +498,9 @@ async fn call(state: Arc<State>, tool: String, args: Value) -> Value {
 
 /// A tool of an MCP server.
 pub struct McpTool {
-    name: &'static str,
-    toolset: &'static str,
-    description: &'static str,
+    name: String,
+    toolset: String,
+    description: String,
     schema: Value,
     remote: String,
     server: Arc<Server>,
@@ -514,14 +508,14 @@ pub struct McpTool {
 
 #[async_trait::async_trait]
 impl Tool for McpTool {
-    fn name(&self) -> &'static str {
-        self.name
+    fn name(&self) -> &str {
+        &self.name
     }
-    fn toolset(&self) -> &'static str {
-        self.toolset
+    fn toolset(&self) -> &str {
+        &self.toolset
     }
-    fn description(&self) -> &'static str {
-        self.description
+    fn description(&self) -> &str {
+        &self.description
     }
     fn parameters(&self) -> Value {
         self.schema.clone()

@@ -173,7 +173,8 @@ fn include_and_exclude_filter_the_tools() {
     let mut off = mock("off", &[]);
     off.enabled = false;
     let hub = Hub::connect(&[only, but, off], None);
-    let names: Vec<&str> = hub.tools().iter().map(|t| t.name()).collect();
+    let tools = hub.tools();
+    let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
     assert_eq!(
         names,
         [

@@ -26,13 +26,13 @@ fn choice_text(v: &Value) -> String {
 
 #[async_trait::async_trait]
 impl Tool for ClarifyTool {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "clarify"
     }
-    fn toolset(&self) -> &'static str {
+    fn toolset(&self) -> &str {
         "clarify"
     }
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "Ask the user a question when a decision is theirs to make or the task is ambiguous. Put options in choices (up to 4; the user may also answer freely), never in the question text. Not for approving commands (the terminal asks itself); for low-stakes choices, decide yourself."
     }
     fn parameters(&self) -> Value {

@@ -53,13 +53,13 @@ struct ReadArgs {
 
 #[async_trait::async_trait]
 impl Tool for ReadFileTool {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "read_file"
     }
-    fn toolset(&self) -> &'static str {
+    fn toolset(&self) -> &str {
         "file"
     }
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "Read a text file. Returns numbered lines as LINE|CONTENT, 500 lines from `offset` by default; page with offset/limit. Prefer this over cat/head/tail in the terminal."
     }
     fn parameters(&self) -> Value {
@@ -185,13 +185,13 @@ struct WriteArgs {
 
 #[async_trait::async_trait]
 impl Tool for WriteFileTool {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "write_file"
     }
-    fn toolset(&self) -> &'static str {
+    fn toolset(&self) -> &str {
         "file"
     }
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "Write a whole file, replacing it if it exists; parent directories are created. For small edits to existing files use patch."
     }
     fn parameters(&self) -> Value {

@@ -77,7 +77,7 @@ pub struct CallOutcome {
 #[derive(Default)]
 pub struct Registry {
     tools: Vec<Arc<dyn Tool>>,
-    availability: Mutex<HashMap<&'static str, (Instant, bool)>>,
+    availability: Mutex<HashMap<String, (Instant, bool)>>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -144,8 +144,8 @@ impl Registry {
     }
 
     /// Toolset names of the registered tools and the composites.
-    pub fn toolset_names(&self) -> Vec<&'static str> {
-        let mut names: Vec<&'static str> = COMPOSITES.iter().map(|(c, _)| *c).collect();
+    pub fn toolset_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = COMPOSITES.iter().map(|(c, _)| *c).collect();
         for t in &self.tools {
             if !names.contains(&t.toolset()) {
                 names.push(t.toolset());
@@ -158,7 +158,7 @@ impl Registry {
         self.tools.iter().find(|t| t.name() == name)
     }
 
-    pub fn names(&self) -> Vec<&'static str> {
+    pub fn names(&self) -> Vec<&str> {
         self.tools.iter().map(|t| t.name()).collect()
     }
 
@@ -178,7 +178,7 @@ impl Registry {
         let ok = tool.required_env().iter().all(|v| env.var(v).is_some())
             && tool.check_available().is_ok();
         if let Ok(mut cache) = self.availability.lock() {
-            cache.insert(tool.name(), (now, ok));
+            cache.insert(tool.name().to_string(), (now, ok));
         }
         ok
     }
@@ -247,13 +247,13 @@ mod tests {
     struct Boom;
     #[async_trait::async_trait]
     impl Tool for Boom {
-        fn name(&self) -> &'static str {
+        fn name(&self) -> &str {
             "boom"
         }
-        fn toolset(&self) -> &'static str {
+        fn toolset(&self) -> &str {
             "test"
         }
-        fn description(&self) -> &'static str {
+        fn description(&self) -> &str {
             "fails"
         }
         fn parameters(&self) -> Value {

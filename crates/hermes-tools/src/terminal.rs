@@ -48,13 +48,13 @@ struct TerminalArgs {
 
 #[async_trait::async_trait]
 impl Tool for TerminalTool {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "terminal"
     }
-    fn toolset(&self) -> &'static str {
+    fn toolset(&self) -> &str {
         "terminal"
     }
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "Run a shell command (bash) and return its combined stdout/stderr and exit code. Non-interactive: pass flags such as -y; no sudo prompts. Long output is truncated in the middle. background=true starts servers and long jobs and returns an id for the process tool."
     }
     fn parameters(&self) -> Value {

@@ -116,13 +116,13 @@ pub struct TodoTool;
 
 #[async_trait::async_trait]
 impl Tool for TodoTool {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "todo"
     }
-    fn toolset(&self) -> &'static str {
+    fn toolset(&self) -> &str {
         "todo"
     }
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "Your task list for this session, for work of 3+ steps. No arguments: read it. todos replaces the list (merge=true: update items by id, add new ones). Order is priority; keep one item in_progress; mark items completed as soon as they are done. Returns the whole list."
     }
     fn parameters(&self) -> Value {

@@ -33,11 +33,13 @@ pub enum Access {
 
 #[async_trait::async_trait]
 pub trait Tool: Send + Sync {
-    fn name(&self) -> &'static str;
+    /// The name the model calls. Borrowed from the tool: remote tools (MCP) own theirs, so a
+    /// long-lived process that reconnects servers never leaks names.
+    fn name(&self) -> &str;
     /// The toolset this tool belongs to (`terminal`, `file`, ...).
-    fn toolset(&self) -> &'static str;
+    fn toolset(&self) -> &str;
     /// What the model reads: when to use the tool and what it returns. Short.
-    fn description(&self) -> &'static str;
+    fn description(&self) -> &str;
     /// JSON schema of the arguments.
     fn parameters(&self) -> Value;
     /// What a call with these arguments touches (default: run alone).

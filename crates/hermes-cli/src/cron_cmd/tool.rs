@@ -84,15 +84,15 @@ fn describe(job: &Job) -> Value {
 
 #[async_trait::async_trait]
 impl Tool for CronjobTool {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "cronjob"
     }
 
-    fn toolset(&self) -> &'static str {
+    fn toolset(&self) -> &str {
         "cronjob"
     }
 
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "Schedule a prompt to run later in a fresh session with no memory of this chat (so it must be self-contained), once or repeatedly, and manage those jobs. The job's final answer is saved as its output. Actions: create (schedule + prompt), list, update, pause, resume, remove, run (now). List first to find a job_id; never guess one."
     }
 

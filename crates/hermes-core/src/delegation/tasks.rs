@@ -180,8 +180,8 @@ fn toolsets(
 }
 
 /// The toolsets of the tools in `registry`, in order, without composites.
-fn real_toolsets(registry: &Registry) -> Vec<&'static str> {
-    let mut out: Vec<&'static str> = Vec::new();
+fn real_toolsets(registry: &Registry) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
     for name in registry.names() {
         if let Some(tool) = registry.get(name)
             && !out.contains(&tool.toolset())

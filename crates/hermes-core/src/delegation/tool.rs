@@ -44,13 +44,13 @@ impl DelegateTaskTool {
 
 #[async_trait::async_trait]
 impl Tool for DelegateTaskTool {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         TOOL_NAME
     }
-    fn toolset(&self) -> &'static str {
+    fn toolset(&self) -> &str {
         "delegation"
     }
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         DESCRIPTION
     }
     fn parameters(&self) -> Value {

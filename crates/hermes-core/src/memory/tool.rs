@@ -26,13 +26,13 @@ const DESCRIPTION: &str = "Change persistent memory, which future sessions load 
 
 #[async_trait::async_trait]
 impl Tool for MemoryTool {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "memory"
     }
-    fn toolset(&self) -> &'static str {
+    fn toolset(&self) -> &str {
         "memory"
     }
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         DESCRIPTION
     }
     fn parameters(&self) -> Value {

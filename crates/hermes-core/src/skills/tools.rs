@@ -43,13 +43,13 @@ impl SkillsListTool {
 
 #[async_trait::async_trait]
 impl Tool for SkillsListTool {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "skills_list"
     }
-    fn toolset(&self) -> &'static str {
+    fn toolset(&self) -> &str {
         "skills"
     }
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "List the skills with their categories and full descriptions, optionally of one category."
     }
     fn parameters(&self) -> Value {
@@ -110,13 +110,13 @@ impl SkillViewTool {
 
 #[async_trait::async_trait]
 impl Tool for SkillViewTool {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "skill_view"
     }
-    fn toolset(&self) -> &'static str {
+    fn toolset(&self) -> &str {
         "skills"
     }
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "Load a skill: its SKILL.md instructions and the list of its files; with file_path, one of those files (e.g. references/api.md)."
     }
     fn parameters(&self) -> Value {
@@ -168,13 +168,13 @@ impl SkillManageTool {
 
 #[async_trait::async_trait]
 impl Tool for SkillManageTool {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "skill_manage"
     }
-    fn toolset(&self) -> &'static str {
+    fn toolset(&self) -> &str {
         "skills"
     }
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "Create and improve skills. create: content is the whole SKILL.md (--- name: <name>, description: <one line> ---, then when to use it, numbered steps with exact commands, pitfalls). edit: replace SKILL.md. patch: old_string -> new_string in SKILL.md or file_path. write_file / remove_file: file_path under references/, templates/, scripts/ or assets/. delete: archive the skill."
     }
     fn parameters(&self) -> Value {

@@ -70,13 +70,13 @@ pub struct PatchTool;
 
 #[async_trait::async_trait]
 impl Tool for PatchTool {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "patch"
     }
-    fn toolset(&self) -> &'static str {
+    fn toolset(&self) -> &str {
         "file"
     }
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "Edit files. mode=replace (default): replace old_string in path by new_string; old_string must match once (include nearby lines) unless replace_all; whitespace and indentation drift are tolerated. mode=patch: apply a V4A patch to several files at once, all or nothing. Returns the unified diff."
     }
     fn parameters(&self) -> Value {

@@ -40,13 +40,13 @@ struct ProcessArgs {
 
 #[async_trait::async_trait]
 impl Tool for ProcessTool {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "process"
     }
-    fn toolset(&self) -> &'static str {
+    fn toolset(&self) -> &str {
         "terminal"
     }
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "Manage background processes started with terminal(background=true): list; poll (status + output since the last poll); log (lines by number, default the last 200); wait (until exit or timeout); kill; write (raw stdin), submit (stdin line + Enter), close (stdin EOF)."
     }
     fn parameters(&self) -> Value {

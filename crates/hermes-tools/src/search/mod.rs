@@ -98,13 +98,13 @@ pub struct SearchFilesTool;
 
 #[async_trait::async_trait]
 impl Tool for SearchFilesTool {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         "search_files"
     }
-    fn toolset(&self) -> &'static str {
+    fn toolset(&self) -> &str {
         "file"
     }
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "Search file contents with a regex (target=content) or find files by name glob such as '*.py' (target=files, newest first). Honours .gitignore, skips hidden and binary files. Use instead of grep/find/ls in the terminal."
     }
     fn parameters(&self) -> Value {
