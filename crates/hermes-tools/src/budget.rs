@@ -1,5 +1,6 @@
 //! The iteration budget: how many model calls a turn may make, shared (through an `Arc`) with
-//! the sub-agents it delegates to, so a delegation cannot multiply the cost of a turn.
+//! the sub-agents it delegates to, so a delegation cannot multiply the cost of a turn. It
+//! reaches tools through [`ToolContext::budget`](crate::ToolContext).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
