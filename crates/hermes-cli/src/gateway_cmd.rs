@@ -1,7 +1,9 @@
-//! `hermes gateway [run]`: the gateway in the foreground. This build serves the
-//! OpenAI-compatible API server (hermes-gateway) with one `-z`-like agent turn per request,
-//! recorded as a session with source `api`; chat platforms configured in config.yaml are named
-//! as not in this build. Ctrl-C or SIGTERM stops it: turns in flight are cancelled, exit 0.
+//! `hermes gateway [run]`: the gateway in the foreground, one long-lived process with one
+//! [`Runtime`]: providers and MCP servers are built once and shared by every request. This build
+//! serves the OpenAI-compatible API server (hermes-gateway); each request is one turn of a
+//! fresh session (platform `api`, unattended approvals, stored with source `api`); chat
+//! platforms configured in config.yaml are named as not in this build. Ctrl-C or SIGTERM stops
+//! it: turns in flight are cancelled, exit 0.
 //!
 //! Settings, as the Python Hermes reads them: `--host`/`--port`, else `API_SERVER_HOST` /
 //! `API_SERVER_PORT`, else `platforms.api_server.extra.host|port` (or without `extra`, or under
@@ -17,16 +19,15 @@ use clap::Args;
 use hermes_config::{Config, Environment};
 use hermes_core::EventSink;
 use hermes_gateway::api_server::{
-    self, ApiServer, ApiServerConfig, TurnInput, TurnOutcome, TurnRunner,
+    self, ApiServer, ApiServerConfig, RunnerError, TurnInput, TurnOutcome, TurnRunner,
 };
 use hermes_protocol::Message;
+use hermes_runtime::{Platform, Runtime, SessionSpec, Unattended};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::CommonArgs;
 use crate::error::CliError;
-use crate::persist::Tee;
-use crate::setup;
 
 #[derive(Debug, Args)]
 pub struct GatewayArgs {
@@ -50,27 +51,31 @@ pub struct GatewayArgs {
 const API_SERVER: &str = "api_server";
 
 pub async fn run(common: &CommonArgs, args: &GatewayArgs) -> Result<ExitCode, CliError> {
-    let common = common.merged(&args.common);
-    let (home, config, env) = setup::load_home(&common)?;
-    let server_config = server_config(args, &config, &env, home.profile_name())?;
+    let common = CommonArgs {
+        resume: None,
+        continue_last: false,
+        ..common.merged(&args.common)
+    };
+    let runtime = crate::session::runtime(&common)?;
+    let (home, config, env) = (runtime.home(), runtime.config(), runtime.env());
+    let server_config = server_config(args, config, env, home.profile_name())?;
     api_server::check_bind(&server_config.host, server_config.key.as_deref())
-        .map_err(CliError::config)?;
-    for name in other_platforms(&config) {
+        .map_err(|e| CliError::config(e.to_string()))?;
+    for name in other_platforms(config) {
         eprintln!("hermes: gateway platform `{name}` is configured but not in this build");
     }
-    // Build one session first: a configuration mistake stops the gateway at start, and its
-    // warnings are printed once rather than on every request.
-    let probe = build(&common).await?;
-    for w in &probe.warnings {
-        eprintln!("hermes: {w}");
-    }
-    probe.background.shutdown().await;
-    drop(probe);
+    let spec = common.spec(Platform::Api, crate::session::working_dir(config)?);
+    // Build one session first: a configuration mistake stops the gateway at start, and the
+    // providers and MCP servers every request shares are ready before the first one.
+    let probe = runtime
+        .open_session(spec.clone(), Arc::new(Unattended))
+        .await?;
+    probe.close().await;
 
-    let runner = Arc::new(AgentRunner { args: common });
+    let runner = Arc::new(AgentRunner { runtime, spec });
     let server = ApiServer::bind(server_config, runner)
         .await
-        .map_err(CliError::runtime)?;
+        .map_err(|e| CliError::runtime(e.to_string()))?;
     let addr = server
         .local_addr()
         .map_err(|e| CliError::runtime(format!("cannot read the listening address: {e}")))?;
@@ -111,13 +116,6 @@ fn spawn_signal_handler(shutdown: CancellationToken) {
         }
         shutdown.cancel();
     });
-}
-
-async fn build(args: &CommonArgs) -> Result<setup::Session, CliError> {
-    let args = args.clone();
-    tokio::task::spawn_blocking(move || setup::build(&args, "api"))
-        .await
-        .map_err(|e| CliError::runtime(format!("building the agent failed: {e}")))?
 }
 
 /// A value of the api_server platform block: `platforms.api_server.extra.KEY`, then
@@ -220,10 +218,11 @@ fn other_platforms(config: &Config) -> Vec<String> {
     names
 }
 
-/// One request, one fresh session built the way `hermes -z` builds it (nobody to ask for
-/// approvals), recorded with source `api`.
+/// One request, one fresh session of the gateway's runtime (nobody to ask for approvals),
+/// recorded with source `api`.
 struct AgentRunner {
-    args: CommonArgs,
+    runtime: Runtime,
+    spec: SessionSpec,
 }
 
 #[async_trait::async_trait]
@@ -233,29 +232,29 @@ impl TurnRunner for AgentRunner {
         input: TurnInput,
         events: Arc<dyn EventSink>,
         cancel: CancellationToken,
-    ) -> Result<TurnOutcome, String> {
-        let session = build(&self.args).await.map_err(|e| e.message)?;
-        let recorder = session.persistence.start(&session.agent);
+    ) -> Result<TurnOutcome, RunnerError> {
+        let mut session = self
+            .runtime
+            .open_session(self.spec.clone(), Arc::new(Unattended))
+            .await
+            .map_err(|e| RunnerError {
+                message: e.to_string(),
+            })?;
         let mut history = Vec::with_capacity(input.history.len() + 1);
         // The request's system messages come first, after the agent's own system prompt.
         if let Some(system) = input.system.filter(|s| !s.trim().is_empty()) {
             history.push(Message::system(system));
         }
         history.extend(input.history);
-        let result = session
-            .agent
-            .run_turn(
-                &input.user,
-                history,
-                &Tee(&recorder, events.as_ref()),
-                cancel,
-            )
-            .await;
-        recorder.end_turn(&result);
-        session.background.shutdown().await;
+        session.continue_from(history);
+        let report = session.turn(&input.user, events.as_ref(), cancel).await;
+        let session_id = session.session_id();
+        session.close().await;
         Ok(TurnOutcome {
-            result,
-            session_id: Some(session.persistence.session_id().to_string()),
+            final_text: report.final_text,
+            end: report.end,
+            usage: report.usage,
+            session_id: Some(session_id),
         })
     }
 }

@@ -42,7 +42,7 @@ pub fn run(top: &CommonArgs, args: &McpArgs) -> Result<ExitCode, CliError> {
         profile: args.profile.clone().or_else(|| top.profile.clone()),
         ..top.clone()
     };
-    let (home, config, _) = crate::setup::load_home(&common)?;
+    let (home, config, _) = crate::session::load_home(&common)?;
     let (servers, warnings) = hermes_mcp::parse_servers(&config.raw);
     for w in &warnings {
         eprintln!("hermes: {w}");

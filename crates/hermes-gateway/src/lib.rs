@@ -4,4 +4,5 @@
 //! built: the binary injects a [`api_server::TurnRunner`].
 
 pub mod api_server;
+pub mod outcome;
 pub mod wire;

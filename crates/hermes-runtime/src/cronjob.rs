@@ -26,7 +26,7 @@ impl CronjobTool {
         let home = HermesHome::at(&self.home);
         let (config, env) =
             hermes_config::load(&home).map_err(|e| ToolError::new(e.to_string()))?;
-        Ok(super::open_store(&home, &config, &env).0)
+        Ok(crate::cron::open_store(&home, &config, &env).0)
     }
 }
 
@@ -127,7 +127,8 @@ impl Tool for CronjobTool {
             .trim()
             .to_lowercase();
         let store = self.store()?;
-        let scan = |prompt: &str| super::check_prompt(prompt).map_err(ToolError::new);
+        let scan =
+            |prompt: &str| crate::cron::check_prompt(prompt).map_err(|e| ToolError::new(e.0));
         match action.as_str() {
             "create" => {
                 let schedule = text(&args, "schedule")
@@ -156,7 +157,7 @@ impl Tool for CronjobTool {
                     "Cron job '{}' created. It runs when `hermes cron tick` runs (from the user's crontab; `hermes cron status` tells).",
                     job.name()
                 );
-                if let Some(note) = super::delivery_note(&job) {
+                if let Some(note) = crate::cron::delivery_note(&job) {
                     message.push_str(&format!(" Note: {note}."));
                 }
                 Ok(json!({

@@ -1,8 +1,9 @@
 //! Building the model providers of a session from config and environment: the primary
 //! (resolved command line > config.yaml > environment, named `custom_providers` included),
-//! wrapped in a credential pool when several keys are configured, and the
-//! fallback chain (`fallback_providers`, then the older `fallback_model`) tried in order when
-//! it fails for good.
+//! wrapped in a credential pool when several keys are configured (the embedded model in place
+//! of an HTTP provider for `local`), and the fallback chain (`fallback_providers`, then the
+//! older `fallback_model`) tried in order when it fails for good. The runtime builds one set per
+//! distinct choice and shares it between sessions, so their HTTP connections are pooled.
 
 use std::sync::Arc;
 
@@ -13,15 +14,35 @@ use hermes_llm::resolve::{NamedProvider, named_providers, preset};
 use hermes_llm::{HttpTimeouts, Overrides, Provider, ProviderOptions, ProviderSpec};
 use serde_json::Value;
 
-use crate::error::CliError;
+use crate::error::SessionError;
 
 /// The providers of a session.
 pub struct Providers {
     pub spec: ProviderSpec,
     pub primary: Arc<dyn Provider>,
     pub fallbacks: Vec<ModelTarget>,
-    /// Fallback entries that could not be used, for the user to fix.
+    /// Fallback entries that could not be used, and notices about the model, for the user.
     pub warnings: Vec<String>,
+}
+
+impl std::fmt::Debug for Providers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Providers")
+            .field("provider", &self.spec.provider)
+            .field("model", &self.spec.model)
+            .field("fallbacks", &self.fallbacks.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Providers {
+    /// The primary target, then the fallbacks.
+    pub fn primary_target(&self) -> ModelTarget {
+        ModelTarget {
+            provider: self.primary.clone(),
+            model: self.spec.model.clone(),
+        }
+    }
 }
 
 pub fn build(
@@ -29,10 +50,9 @@ pub fn build(
     env: &Environment,
     home: &HermesHome,
     overrides: &Overrides,
-) -> Result<Providers, CliError> {
+) -> Result<Providers, SessionError> {
     let named = named_providers(&config.raw);
-    let spec = hermes_llm::resolve::resolve_with(&config.model, env, overrides, &named)
-        .map_err(|e| CliError::config(e.to_string()))?;
+    let spec = hermes_llm::resolve::resolve_with(&config.model, env, overrides, &named)?;
     #[cfg_attr(not(feature = "bedrock"), allow(unused_mut))]
     let mut options = ProviderOptions::new(
         HttpTimeouts::default(),
@@ -54,8 +74,7 @@ pub fn build(
                 .unwrap_or_default(),
         });
     }
-    let primary = pooled_or_single(&spec, config, env, home, &options)
-        .map_err(|e| CliError::config(e.to_string()))?;
+    let primary = pooled_or_single(&spec, config, env, home, &options)?;
     let (fallbacks, warnings) = fallbacks(config, env, home, &named, &options);
     Ok(Providers {
         spec,
@@ -63,6 +82,28 @@ pub fn build(
         fallbacks,
         warnings,
     })
+}
+
+/// The providers a session talks to: [`build`], with the in-process model (hermes-local) in
+/// place of the HTTP provider a `local` choice implies (loaded on first use), prompted tool
+/// calling where `model.tool_calling: prompt` asks for it, and the notice about the bundled
+/// default model.
+pub fn for_session(
+    config: &Config,
+    env: &Environment,
+    home: &HermesHome,
+    overrides: &Overrides,
+) -> Result<Providers, SessionError> {
+    let mut providers = build(config, env, home, overrides)?;
+    let spec = &providers.spec;
+    providers.primary = if spec.is_local() {
+        hermes_local::provider_for(spec, &config.model, home.root())?
+    } else {
+        hermes_local::with_tool_calling(&config.model, providers.primary.clone())?
+    };
+    let notice = hermes_local::default_model_notice(spec, &home.config_path());
+    providers.warnings.extend(notice);
+    Ok(providers)
 }
 
 /// The provider for `spec`, drawing from a credential pool when more than one key is known.
@@ -259,7 +300,7 @@ pub fn auxiliary(
     task: &str,
     primary: &Arc<dyn Provider>,
     main_model: &str,
-) -> Result<ModelTarget, CliError> {
+) -> Result<ModelTarget, SessionError> {
     let entry = config.raw.pointer(&format!("/auxiliary/{task}"));
     let text = |k: &str| {
         entry
@@ -285,11 +326,15 @@ pub fn auxiliary(
         ..ModelSettings::default()
     };
     let named = named_providers(&config.raw);
+    let setting = |reason: String| SessionError::Setting {
+        origin: format!("auxiliary.{task}"),
+        reason,
+    };
     let spec = hermes_llm::resolve::resolve_with(&settings, env, &Overrides::default(), &named)
-        .map_err(|e| CliError::config(format!("auxiliary.{task}: {e}")))?;
+        .map_err(|e| setting(e.to_string()))?;
     let options = ProviderOptions::default();
-    let provider = pooled_or_single(&spec, config, env, home, &options)
-        .map_err(|e| CliError::config(format!("auxiliary.{task}: {e}")))?;
+    let provider =
+        pooled_or_single(&spec, config, env, home, &options).map_err(|e| setting(e.to_string()))?;
     Ok(ModelTarget {
         provider,
         model: spec.model,

@@ -11,10 +11,18 @@ use hermes_protocol::{Message, ToolSchema, TurnResult};
 use hermes_store::Trajectory;
 use serde_json::Value;
 
-use crate::error::CliError;
+use crate::error::SessionError;
 
 pub const COMPLETED_FILE: &str = "trajectory_samples.jsonl";
 pub const FAILED_FILE: &str = "failed_trajectories.jsonl";
+
+/// A trajectory that could not be appended.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot save the trajectory to {}: {source}", path.display())]
+pub struct TrajectoryError {
+    pub path: PathBuf,
+    pub source: std::io::Error,
+}
 
 /// Where trajectories go, when they are saved at all.
 #[derive(Debug, Clone)]
@@ -28,7 +36,7 @@ impl Trajectories {
         home: &HermesHome,
         config: &Config,
         flag: bool,
-    ) -> Result<Option<Trajectories>, CliError> {
+    ) -> Result<Option<Trajectories>, SessionError> {
         let configured = match config
             .raw
             .get("agent")
@@ -37,10 +45,10 @@ impl Trajectories {
             None | Some(Value::Null) => false,
             Some(Value::Bool(b)) => *b,
             Some(other) => {
-                return Err(CliError::config(format!(
-                    "{}: agent.save_trajectories must be true or false, not {other}",
-                    config.path.display()
-                )));
+                return Err(SessionError::Setting {
+                    origin: config.path.display().to_string(),
+                    reason: format!("agent.save_trajectories must be true or false, not {other}"),
+                });
             }
         };
         Ok((flag || configured).then(|| Trajectories {
@@ -56,8 +64,8 @@ impl Trajectories {
         messages: &[Message],
         model: &str,
         turn: &TurnResult,
-    ) -> Result<PathBuf, String> {
-        let completed = turn.completed && !turn.interrupted && turn.error.is_none();
+    ) -> Result<PathBuf, TrajectoryError> {
+        let completed = turn.is_completed();
         let entry = Trajectory::new(system_prompt, tools, messages, model, completed);
         let path = self.dir.join(if completed {
             COMPLETED_FILE
@@ -75,7 +83,10 @@ impl Trajectories {
             })
             // One write call: concurrent appenders never interleave inside a line.
             .and_then(|mut file| file.write_all(line.as_bytes()))
-            .map_err(|e| format!("cannot save the trajectory to {}: {e}", path.display()))?;
+            .map_err(|source| TrajectoryError {
+                path: path.clone(),
+                source,
+            })?;
         Ok(path)
     }
 }

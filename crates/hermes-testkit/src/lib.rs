@@ -28,4 +28,4 @@ pub use home::{TestHome, mock_config_yaml, test_gguf};
 pub use mock_server::{CapturedRequest, MockServer};
 pub use props::proptest_config;
 pub use respond::Api;
-pub use script::{Exhausted, Fault, MockToolCall, MockUsage, Reply, Script, Turn};
+pub use script::{Exhausted, Fault, MockToolCall, MockUsage, Reply, Responder, Script, Turn};

@@ -13,14 +13,13 @@ use hermes_protocol::Role;
 use hermes_tools::output::{first_string_arg, shorten_line};
 use tokio_util::sync::CancellationToken;
 
-use super::complete::Vocabulary;
-use super::console::Activity;
-use super::live::Look;
 use super::slash::{COMMANDS, Command, Group};
-use super::style::Span;
-use crate::args::CommonArgs;
 use crate::repl::Repl;
-use crate::setup::Session;
+use crate::tui::complete::Vocabulary;
+use crate::tui::console::Activity;
+use crate::tui::live::Look;
+use crate::tui::style::Span;
+use hermes_runtime::{Compression, Session};
 
 /// What the loop does after a command.
 pub enum Flow {
@@ -36,7 +35,7 @@ pub fn vocabulary(
     home: &HermesHome,
     base: Vocabulary,
 ) -> Vocabulary {
-    let mut models = vec![session.agent.model().to_string()];
+    let mut models = vec![session.agent().model().to_string()];
     let mut add = |m: Option<&str>| {
         if let Some(m) = m.map(str::trim).filter(|m| !m.is_empty())
             && !models.iter().any(|x| x == m)
@@ -72,7 +71,7 @@ pub fn vocabulary(
         skins_dir: home.join("skins"),
         sessions_db: home.join(hermes_store::DB_FILE_NAME),
         cwd: std::env::current_dir().unwrap_or(base.cwd),
-        skills: Some(session.skills.clone()),
+        skills: Some(session.skills().clone()),
     }
 }
 
@@ -87,12 +86,12 @@ impl Repl {
             "retry" => self.retry().await,
             "undo" => self.undo(args),
             "title" => {
-                let line = self.recorder.title_command(args);
+                let line = self.session.recorder().title_command(args);
                 self.say(&line);
             }
             "compress" => self.compress(args).await,
             "sessions" => self.list_sessions(),
-            "resume" => self.resume(args),
+            "resume" => self.resume(args).await,
             "quit" => return Flow::Exit(ExitCode::SUCCESS),
             "usage" => self.usage(),
             "model" => self.model(args).await,
@@ -131,11 +130,11 @@ impl Repl {
         if word.is_empty() || is_command {
             return false;
         }
-        let skills = self.session.skills.clone();
+        let skills = self.session.skills().clone();
         let Some(skill) = invoke::find_command(&skills, word) else {
             return false;
         };
-        match invoke::message(&skills, &skill, request, &self.recorder.session_id()) {
+        match invoke::message(&skills, &skill, request, &self.session.session_id()) {
             Ok(message) => {
                 self.note(&format!("⚡ Running skill {}", skill.name));
                 self.turn(&message).await;
@@ -147,11 +146,11 @@ impl Repl {
 
     /// `/skills`: the skills this session offers, as the commands that run them.
     fn list_skills(&self) {
-        let loaded = self.session.skills.load();
+        let loaded = self.session.skills().load();
         for w in &loaded.warnings {
             self.note(&format!("  ! {w}"));
         }
-        let commands = invoke::commands(&self.session.skills);
+        let commands = invoke::commands(self.session.skills());
         let hidden = loaded.skills.iter().filter(|s| !s.is_active()).count();
         let hidden_note = if hidden == 0 {
             String::new()
@@ -161,7 +160,7 @@ impl Repl {
         if commands.is_empty() {
             return self.say(&format!(
                 "No skills yet{hidden_note}. They live in {}; the agent saves them with skill_manage.",
-                self.session.skills.root().display()
+                self.session.skills().root().display()
             ));
         }
         let theme = self.view.theme();
@@ -196,7 +195,7 @@ impl Repl {
         if name.is_empty() {
             return self.say("Type /help for the commands.");
         }
-        if let Ok(skill) = self.session.skills.find(name) {
+        if let Ok(skill) = self.session.skills().find(name) {
             let why = match &skill.availability {
                 Availability::Disabled => {
                     "it is disabled (skills.disabled in config.yaml)".to_string()
@@ -278,13 +277,12 @@ impl Repl {
     }
 
     fn new_conversation(&mut self, title: &str) {
-        self.history.clear();
-        self.recorder.new_session();
+        self.session.new_conversation();
         self.totals = Default::default();
         self.last_turn = None;
         self.say("Started a new conversation.");
         if !title.trim().is_empty() {
-            let line = self.recorder.title_command(title);
+            let line = self.session.recorder().title_command(title);
             self.say(&line);
         }
     }
@@ -298,13 +296,13 @@ impl Repl {
     }
 
     fn show_history(&self) {
-        if self.history.is_empty() {
+        if self.session.history().is_empty() {
             return self.say("No messages yet.");
         }
         let theme = self.view.theme();
         let symbol = theme.skin.prompt_symbol().to_string();
         let mut lines = Vec::new();
-        for m in &self.history {
+        for m in self.session.history() {
             match m.role {
                 Role::User => {
                     lines.push(Vec::new());
@@ -356,7 +354,8 @@ impl Repl {
     /// Index of the `n`-th user message from the end (or the first one when there are fewer).
     fn user_turn_start(&self, n: usize) -> Option<(usize, usize)> {
         let users: Vec<usize> = self
-            .history
+            .session
+            .history()
             .iter()
             .enumerate()
             .rev()
@@ -369,15 +368,14 @@ impl Repl {
 
     /// Cuts the conversation (and the stored session) back to its first `keep` messages.
     fn rewind(&mut self, keep: usize) {
-        self.history.truncate(keep);
-        self.recorder.rewind(keep);
+        self.session.rewind(keep);
     }
 
     async fn retry(&mut self) {
         let Some((at, _)) = self.user_turn_start(1) else {
             return self.say("Nothing to retry yet.");
         };
-        let text = self.history[at].content.clone();
+        let text = self.session.history()[at].content.clone();
         self.rewind(at);
         self.note(&format!("Retrying: {}", shorten_line(&text, 60)));
         self.turn(&text).await;
@@ -396,7 +394,7 @@ impl Repl {
         let Some((at, turns)) = self.user_turn_start(n) else {
             return self.say("Nothing to undo.");
         };
-        let text = self.history[at].content.clone();
+        let text = self.session.history()[at].content.clone();
         self.rewind(at);
         let plural = if turns == 1 { "" } else { "s" };
         if self.input.editor_handle().is_some() {
@@ -413,7 +411,7 @@ impl Repl {
     }
 
     async fn compress(&mut self, focus: &str) {
-        if self.history.is_empty() {
+        if self.session.history().is_empty() {
             return self.say("Nothing to compress yet.");
         }
         let focus = Some(focus.trim()).filter(|f| !f.is_empty());
@@ -422,7 +420,7 @@ impl Repl {
             .console()
             .spin(Activity::Other("compressing".into()));
         let out = {
-            let run = self.session.agent.compress(&self.history, focus, &cancel);
+            let run = self.session.compress(focus, &cancel);
             tokio::pin!(run);
             tokio::select! {
                 out = &mut run => out,
@@ -433,18 +431,19 @@ impl Repl {
             }
         };
         self.view.settle();
-        let Some(out) = out else {
-            return self.say("Compression is off (compression.enabled: false in config.yaml).");
+        let out = match out {
+            Compression::Off => {
+                return self.say("Compression is off (compression.enabled: false in config.yaml).");
+            }
+            Compression::Interrupted => {
+                return self.note("  · compression interrupted; the conversation is unchanged");
+            }
+            Compression::Unchanged(_) => {
+                return self
+                    .say("Nothing to compress: the conversation is already as small as it gets.");
+            }
+            Compression::Done(out) => out,
         };
-        if cancel.is_cancelled() {
-            return self.note("  · compression interrupted; the conversation is unchanged");
-        }
-        if out.messages == self.history {
-            return self
-                .say("Nothing to compress: the conversation is already as small as it gets.");
-        }
-        self.recorder.compressed(out.messages.clone());
-        self.history = out.messages;
         let how = if out.summarized {
             "summarised"
         } else {
@@ -454,7 +453,7 @@ impl Repl {
             "Compressed the conversation ({how}): ~{} → ~{} tokens; it continues in session {}.",
             hermes_llm::util::thousands(out.tokens_before),
             hermes_llm::util::thousands(out.tokens_after),
-            self.recorder.session_id()
+            self.session.session_id()
         ));
         if let Some(notice) = out.notice {
             self.note(&format!("  · {notice}"));
@@ -470,7 +469,7 @@ impl Repl {
             Err(e) => return self.complain(&format!("Cannot read the sessions: {e}")),
         };
         let theme = self.view.theme();
-        let current = self.recorder.session_id();
+        let current = self.session.session_id();
         let now = hermes_store::time::now();
         let mut lines = Vec::new();
         for s in sessions {
@@ -501,7 +500,7 @@ impl Repl {
         self.view.print_lines(&lines);
     }
 
-    fn resume(&mut self, key: &str) {
+    async fn resume(&mut self, key: &str) {
         let key = key.trim();
         if key.is_empty() {
             return self.list_sessions();
@@ -511,31 +510,27 @@ impl Repl {
             Ok(r) => r,
             Err(e) => return self.complain(&format!("Cannot resume `{key}`: {e}")),
         };
-        if record.id == self.recorder.session_id() {
+        if record.id == self.session.session_id() {
             return self.say("That is the current session.");
         }
-        let plan = setup_plan(&self.args, &self.home, &self.session, &record.id);
-        let plan = match plan {
-            Ok(p) => p,
-            Err(e) => return self.complain(&format!("Cannot resume `{key}`: {e}")),
-        };
-        // The old recorder ends its session when it is replaced.
-        self.recorder = plan.start(&self.session.agent);
-        self.history = plan.history();
+        // The current stored session ends; the conversation continues the other one.
+        if let Err(e) = self.session.resume(&record.id).await {
+            return self.complain(&format!("Cannot resume `{key}`: {e}"));
+        }
         self.totals = Default::default();
         self.last_turn = None;
-        if let Some(resumed) = plan.resumed() {
+        if let Some(resumed) = self.session.resumed() {
             self.view.print(&crate::resume::recap(resumed));
         }
     }
 
     /// `/cron`: the scheduled jobs, as `hermes cron list --all` shows them.
     fn cron_jobs(&self) {
-        let (home, config, env) = match crate::setup::load_home(&self.args) {
+        let (home, config, env) = match crate::session::load_home(&self.args) {
             Ok(loaded) => loaded,
             Err(e) => return self.complain(&e.message),
         };
-        let (store, _) = crate::cron_cmd::open_store(&home, &config, &env);
+        let (store, _) = hermes_runtime::cron::open_store(&home, &config, &env);
         match crate::cron_cmd::list_text(&store, true) {
             Ok(text) => {
                 for line in text.trim_end().lines() {
@@ -546,32 +541,17 @@ impl Repl {
         }
     }
 
-    /// `/reload-mcp`: reconnects the MCP servers of config.yaml (re-read) by rebuilding the
-    /// session's agent; the conversation and the stored session go on, the old servers stop.
+    /// `/reload-mcp`: reconnects the MCP servers of config.yaml (read again from disk); the
+    /// conversation, the stored session, the approvals and the background processes go on.
     async fn reload_mcp(&mut self) {
-        let args = CommonArgs {
-            resume: None,
-            continue_last: false,
-            yolo: false,
-            ..self.args.clone()
-        };
-        let session = match crate::setup::build_with(&args, "cli", self.terminal.clone()) {
-            Ok(s) => s,
+        let runtime = match crate::session::runtime(&self.args) {
+            Ok(r) => r,
             Err(e) => return self.complain(&format!("MCP servers not reloaded: {}", e.message)),
         };
-        crate::persist::current_session().set(self.recorder.session_id());
-        for w in &session.warnings {
-            eprintln!("hermes: {w}");
-        }
-        let old = std::mem::replace(&mut self.session, session);
-        old.background.shutdown().await;
-        drop(old);
-        let mcp: Vec<&(String, String)> = self
-            .session
-            .tool_toolsets
-            .iter()
-            .filter(|(_, set)| set.starts_with("mcp-"))
-            .collect();
+        let mcp = match self.session.reload_tools(runtime) {
+            Ok(mcp) => mcp,
+            Err(e) => return self.complain(&format!("MCP servers not reloaded: {e}")),
+        };
         let mut servers: Vec<&str> = mcp.iter().map(|(_, set)| set.as_str()).collect();
         servers.dedup();
         self.say(&format!(
@@ -590,21 +570,4 @@ impl Repl {
             command.name
         ));
     }
-}
-
-/// The persistence plan for continuing stored session `id` in this run.
-fn setup_plan(
-    args: &CommonArgs,
-    home: &HermesHome,
-    session: &Session,
-    id: &str,
-) -> Result<crate::resume::Persistence, String> {
-    let (_, config, _) = crate::setup::load_home(args).map_err(|e| e.message)?;
-    let resume_args = CommonArgs {
-        resume: Some(id.to_string()),
-        continue_last: false,
-        ..args.clone()
-    };
-    crate::resume::Persistence::plan(&resume_args, home, &config, &session.spec, "cli")
-        .map_err(|e| e.message)
 }

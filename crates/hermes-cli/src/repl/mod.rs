@@ -1,24 +1,29 @@
 //! The interactive chat: read a message, run a turn with the answer streaming, repeat; lines
-//! starting with `/` are slash commands (`tui::commands`). On a terminal, input comes from the
+//! starting with `/` are slash commands (`commands` and `settings`, registered in `slash`). On a terminal, input comes from the
 //! line editor and output is the rich view (markdown, spinner, tool lines, skin); with piped
 //! stdin lines are read as they come, and with stdout piped the answer passes through as plain
 //! text. Ctrl-C cancels a running turn (the conversation stays valid); at an empty prompt a
 //! second Ctrl-C exits (code 130), as does Ctrl-C with piped input; Ctrl-D or end of input
 //! exits (0). Every exit path shuts the session's background processes down.
 
+pub mod commands;
+pub mod config_edit;
+pub mod settings;
+pub mod slash;
+
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use hermes_config::HermesHome;
-use hermes_protocol::{Message, TurnResult, Usage};
+use hermes_protocol::{TurnEnd, Usage};
+use hermes_runtime::{Platform, Session, TurnReport};
 use tokio_util::sync::CancellationToken;
 
+use self::slash::Parsed;
 use crate::args::CommonArgs;
 use crate::error::CliError;
 use crate::interaction::Terminal;
-use crate::persist::{Recorder, Tee};
-use crate::setup::{self, Session};
 use crate::tui::banner::{self, BannerInfo};
 use crate::tui::complete::Vocabulary;
 use crate::tui::console::{Console, Stdout};
@@ -26,11 +31,11 @@ use crate::tui::editor::{EditorHandle, PromptLook};
 use crate::tui::input::{Input, Read};
 use crate::tui::live::{LiveView, Look, Switches};
 use crate::tui::prompts::ReplPrompts;
-use crate::tui::slash::{self, Parsed};
+use crate::tui::skin;
 use crate::tui::style::{ColorMode, Span, Style};
 use crate::tui::theme::Theme;
 use crate::tui::wrap::wrap;
-use crate::tui::{commands::Flow, skin};
+use commands::Flow;
 
 /// Token use summed over the session's turns.
 #[derive(Debug, Clone, Default)]
@@ -43,7 +48,7 @@ pub struct Totals {
 }
 
 impl Totals {
-    fn add(&mut self, turn: &TurnResult) {
+    fn add(&mut self, turn: &TurnReport) {
         let priced = match (self.turns, self.cost_usd, turn.cost_usd) {
             (0, _, c) => c,
             (_, Some(a), Some(b)) => Some(a + b),
@@ -62,15 +67,13 @@ pub struct Repl {
     pub args: CommonArgs,
     pub home: HermesHome,
     pub session: Session,
-    pub recorder: Recorder,
-    pub history: Vec<Message>,
     pub view: Arc<LiveView>,
     pub input: Input,
     pub prompts: Arc<ReplPrompts>,
     pub terminal: Arc<Terminal>,
     pub totals: Totals,
     /// The last turn, for `/usage`.
-    pub last_turn: Option<TurnResult>,
+    pub last_turn: Option<TurnReport>,
     /// stdin is a terminal (the line editor reads it).
     pub interactive: bool,
     /// The next Ctrl-C at an empty prompt exits.
@@ -85,7 +88,7 @@ pub async fn run(args: &CommonArgs) -> Result<ExitCode, CliError> {
     let mut repl = Repl::start(args)?;
     let code = repl.chat().await;
     repl.goodbye();
-    repl.session.background.shutdown().await;
+    repl.session.close().await;
     Ok(code)
 }
 
@@ -93,7 +96,9 @@ impl Repl {
     fn start(args: &CommonArgs) -> Result<Repl, CliError> {
         let interactive = std::io::stdin().is_terminal();
         let stdout_tty = std::io::stdout().is_terminal();
-        let (home, config, _env) = setup::load_home(args)?;
+        let runtime = crate::session::runtime(args)?;
+        let home = runtime.home().clone();
+        let config = runtime.config().clone();
         let look = if stdout_tty { Look::Rich } else { Look::Raw };
         let loaded = skin::startup(
             &home.join("skins"),
@@ -124,25 +129,16 @@ impl Repl {
         let terminal = Arc::new(Terminal::new(prompts.clone()));
         // `--yolo` is the terminal's switch here, so `/yolo` can turn it off again.
         terminal.set_yolo(args.yolo);
-        let gate_args = CommonArgs {
-            yolo: false,
-            ..args.clone()
-        };
-        let session = setup::build_with(&gate_args, "cli", terminal.clone())?;
-        for w in &session.warnings {
-            eprintln!("hermes: {w}");
-        }
+        let mut spec = args.spec(Platform::Cli, crate::session::working_dir(&config)?);
+        spec.yolo = false;
+        let session = runtime.session(&spec, terminal.clone())?;
         if let Ok(mut v) = vocabulary.lock() {
-            *v =
-                crate::tui::commands::vocabulary(&session, &config, &home, std::mem::take(&mut *v));
+            *v = commands::vocabulary(&session, &config, &home, std::mem::take(&mut *v));
         }
-        let recorder = session.persistence.start(&session.agent);
         let repl = Repl {
             args: args.clone(),
             home,
-            history: session.persistence.history(),
             session,
-            recorder,
             view,
             input,
             prompts,
@@ -157,7 +153,7 @@ impl Repl {
         if look == Look::Rich && interactive {
             repl.print_banner();
         }
-        if let Some(resumed) = repl.session.persistence.resumed() {
+        if let Some(resumed) = repl.session.resumed() {
             repl.view.print(&crate::resume::recap(resumed));
         }
         Ok(repl)
@@ -166,18 +162,18 @@ impl Repl {
     /// The welcome box.
     pub fn print_banner(&self) {
         let mut toolsets: Vec<String> = Vec::new();
-        for (_, ts) in &self.session.tool_toolsets {
+        for (_, ts) in &self.session.tool_toolsets() {
             if !toolsets.contains(ts) {
                 toolsets.push(ts.clone());
             }
         }
         let info = BannerInfo {
-            model: self.session.agent.model().to_string(),
-            provider: self.session.spec.provider.clone(),
+            model: self.session.agent().model().to_string(),
+            provider: self.session.provider().provider.clone(),
             toolsets,
-            tool_count: self.session.agent.tool_schemas().len(),
+            tool_count: self.session.agent().tool_schemas().len(),
             cwd: banner::short_path(&std::env::current_dir().unwrap_or_default()),
-            session_id: self.recorder.session_id(),
+            session_id: self.session.session_id(),
         };
         let theme = self.view.theme();
         let width = self.view.width();
@@ -261,13 +257,8 @@ impl Repl {
         let cancel = CancellationToken::new();
         self.prompts.set_turn(Some(cancel.clone()));
         let result = {
-            let sink = Tee(&self.recorder, self.view.as_ref());
-            let turn = self.session.agent.run_turn(
-                text,
-                std::mem::take(&mut self.history),
-                &sink,
-                cancel.clone(),
-            );
+            let view = Arc::clone(&self.view);
+            let turn = self.session.turn(text, view.as_ref(), cancel.clone());
             tokio::pin!(turn);
             tokio::select! {
                 r = &mut turn => r,
@@ -279,21 +270,19 @@ impl Repl {
         };
         self.prompts.set_turn(None);
         self.view.finish_turn();
-        let unfinished = self.recorder.end_turn(&result);
         self.totals.add(&result);
-        if result.interrupted {
-            self.note("  · interrupted");
-            self.armed_exit = self.interactive;
-        } else if let Some(err) = &result.error {
-            eprintln!("hermes: {err}");
-        } else if !result.completed {
-            self.note(&format!(
+        match &result.end {
+            TurnEnd::Interrupted => {
+                self.note("  · interrupted");
+                self.armed_exit = self.interactive;
+            }
+            TurnEnd::Failed(failure) => eprintln!("hermes: {}", failure.message),
+            TurnEnd::BudgetExhausted => self.note(&format!(
                 "  · stopped after {} model calls (agent.max_turns); the answer above is the model's wrap-up",
                 result.api_calls
-            ));
+            )),
+            TurnEnd::Completed => {}
         }
-        self.history = result.messages.clone();
-        self.history.extend(unfinished);
         self.last_turn = Some(result);
     }
 

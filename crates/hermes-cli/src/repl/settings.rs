@@ -1,19 +1,18 @@
-//! Slash commands about settings and state: `/usage`, `/model`, `/provider` (switching rebuilds
-//! the session's agent with the other model and keeps the conversation and the stored
-//! session), `/tools`, `/toolsets`, `/memory`, `/yolo`, `/approvals`, `/skin` (live, saved as
+//! Slash commands about settings and state: `/usage`, `/model`, `/provider` (switching keeps the
+//! conversation, the stored session, the tools and the background processes), `/tools`, `/toolsets`, `/memory`, `/yolo`, `/approvals`, `/skin` (live, saved as
 //! `display.skin`), `/verbose` and `/reasoning`.
 
-use hermes_protocol::TurnResult;
+use hermes_runtime::TurnReport;
 use hermes_tools::{ApprovalMode, Registry};
 
 use super::config_edit;
-use super::skin::{self, Source};
 use super::slash;
-use super::style::Span;
-use super::theme::Theme;
 use crate::args::CommonArgs;
 use crate::render::usage_line;
 use crate::repl::{Repl, prompt_look};
+use crate::tui::skin::{self, Source};
+use crate::tui::style::Span;
+use crate::tui::theme::Theme;
 
 /// Every toolset this build has, with whether it is a composite of others.
 pub fn all_toolsets() -> Vec<(String, bool)> {
@@ -41,16 +40,16 @@ pub fn all_toolsets() -> Vec<(String, bool)> {
 
 impl Repl {
     pub(crate) fn usage(&self) {
-        let line = |t: &TurnResult| usage_line(t).trim_start_matches("usage: ").to_string();
+        let line = |t: &TurnReport| usage_line(t).trim_start_matches("usage: ").to_string();
         match &self.last_turn {
             Some(t) => self.say(&format!("Last turn   {}", line(t))),
             None => self.say("Last turn   none yet"),
         }
-        let totals = TurnResult {
+        let totals = TurnReport {
             api_calls: self.totals.api_calls,
             usage: self.totals.usage,
             cost_usd: self.totals.cost_usd,
-            ..TurnResult::default()
+            ..TurnReport::default()
         };
         self.say(&format!(
             "Session     {} turn{} · {}",
@@ -58,11 +57,11 @@ impl Repl {
             if self.totals.turns == 1 { "" } else { "s" },
             line(&totals)
         ));
-        let agent = &self.session.agent;
+        let agent = self.session.agent();
         let used = hermes_core::compress::tokens::rough_request(
             agent.system_prompt(),
             agent.tool_schemas(),
-            &self.history,
+            self.session.history(),
         );
         let (window, threshold) = match agent.compressor() {
             Some(c) => (c.window(), Some(c.threshold_tokens())),
@@ -87,10 +86,10 @@ impl Repl {
     pub(crate) async fn model(&mut self, name: &str) {
         let name = name.trim();
         if name.is_empty() {
-            let spec = &self.session.spec;
+            let spec = self.session.provider();
             return self.say(&format!(
                 "Model: {} via {} (chosen by {}). /model NAME switches; the conversation is kept.",
-                self.session.agent.model(),
+                self.session.agent().model(),
                 spec.provider,
                 spec.chosen_by
             ));
@@ -105,7 +104,7 @@ impl Repl {
     pub(crate) async fn provider(&mut self, name: &str) {
         let name = name.trim();
         if name.is_empty() {
-            let spec = &self.session.spec;
+            let spec = self.session.provider();
             let key = spec
                 .key_source
                 .clone()
@@ -130,61 +129,30 @@ impl Repl {
         self.switch_to(args).await;
     }
 
-    /// Rebuilds the agent from `args`; the conversation and the stored session go on.
+    /// Switches the session to the model `args` choose; the conversation, the stored session,
+    /// the tools (MCP connections included) and the background processes go on.
     async fn switch_to(&mut self, args: CommonArgs) {
-        let args = CommonArgs {
-            resume: None,
-            continue_last: false,
-            ..args
-        };
-        let gate_args = CommonArgs {
-            yolo: false,
-            ..args.clone()
-        };
-        let session = match crate::setup::build_with(&gate_args, "cli", self.terminal.clone()) {
-            Ok(s) => s,
-            Err(e) => return self.complain(&format!("Not switched: {}", e.message)),
-        };
-        // Building planned a new stored session; this run keeps recording into its own.
-        crate::persist::current_session().set(self.recorder.session_id());
-        for w in &session.warnings {
-            eprintln!("hermes: {w}");
+        if let Err(e) = self.session.switch_model(args.overrides()) {
+            return self.complain(&format!("Not switched: {e}"));
         }
-        let old = std::mem::replace(&mut self.session, session);
-        let running = old
-            .background
-            .jobs()
-            .iter()
-            .filter(|j| !j.is_finished())
-            .count();
-        old.background.shutdown().await;
         self.args = args;
-        self.recorder
-            .note_model(self.session.agent.model(), &self.session.spec.provider);
         self.say(&format!(
             "Now using {} via {}; the conversation continues.",
-            self.session.agent.model(),
-            self.session.spec.provider
+            self.session.agent().model(),
+            self.session.provider().provider
         ));
-        if running > 0 {
-            self.note(&format!(
-                "  · {running} background process{} of the previous model stopped",
-                if running == 1 { " was" } else { "es were" }
-            ));
-        }
-        if let Ok((_, config, _)) = crate::setup::load_home(&self.args)
-            && let Ok(mut v) = self.vocabulary.lock()
-        {
+        let config = self.session.runtime().config().clone();
+        if let Ok(mut v) = self.vocabulary.lock() {
             *v = super::commands::vocabulary(&self.session, &config, &self.home, v.clone());
         }
     }
 
     pub(crate) fn tools(&self, toolset: &str) {
         let toolset = toolset.trim();
-        let schemas = self.session.agent.tool_schemas();
+        let schemas = self.session.agent().tool_schemas();
+        let tool_toolsets = self.session.tool_toolsets();
         let set_of = |tool: &str| {
-            self.session
-                .tool_toolsets
+            tool_toolsets
                 .iter()
                 .find(|(t, _)| t == tool)
                 .map(|(_, s)| s.as_str())
@@ -217,10 +185,12 @@ impl Repl {
                 s.name,
                 set_of(&s.name)
             );
-            let room = width.saturating_sub(super::style::width(&head) + 1).max(10);
+            let room = width
+                .saturating_sub(crate::tui::style::width(&head) + 1)
+                .max(10);
             lines.push(vec![
                 Span::new(head, theme.label()),
-                Span::new(super::style::truncate(first, room), theme.dim()),
+                Span::new(crate::tui::style::truncate(first, room), theme.dim()),
             ]);
         }
         self.view.print_lines(&lines);
@@ -228,12 +198,8 @@ impl Repl {
 
     pub(crate) fn toolsets(&self) {
         let theme = self.view.theme();
-        let enabled: Vec<&str> = self
-            .session
-            .tool_toolsets
-            .iter()
-            .map(|(_, s)| s.as_str())
-            .collect();
+        let tool_toolsets = self.session.tool_toolsets();
+        let enabled: Vec<&str> = tool_toolsets.iter().map(|(_, s)| s.as_str()).collect();
         let mut lines = Vec::new();
         for (name, composite) in all_toolsets() {
             let (mark, style, note) = if composite {
@@ -257,7 +223,7 @@ impl Repl {
     }
 
     pub(crate) fn memory(&self) {
-        let (home, config, _) = match crate::setup::load_home(&self.args) {
+        let (home, config, _) = match crate::session::load_home(&self.args) {
             Ok(loaded) => loaded,
             Err(e) => return self.complain(&e.message),
         };
@@ -298,7 +264,7 @@ impl Repl {
     }
 
     pub(crate) fn yolo(&self, args: &str) {
-        if self.session.approvals.settings().yolo {
+        if self.session.approvals().settings().yolo {
             return self.say(
                 "YOLO is on through HERMES_YOLO_MODE for this run; unset it to be asked again.",
             );
@@ -318,7 +284,7 @@ impl Repl {
     }
 
     pub(crate) fn approvals(&self) {
-        let s = self.session.approvals.settings();
+        let s = self.session.approvals().settings();
         let mode = match s.mode {
             ApprovalMode::Manual => "manual (you are asked)",
             ApprovalMode::Smart => {
@@ -426,7 +392,7 @@ impl Repl {
         let level: Vec<&str> = words.into_iter().filter(|w| *w != "--global").collect();
         match level.as_slice() {
             [] => {
-                let effort = match self.session.agent.reasoning_effort() {
+                let effort = match self.session.agent().reasoning_effort() {
                     Some(e) => e.as_str().to_string(),
                     None => "the provider's default".to_string(),
                 };
@@ -464,12 +430,7 @@ impl Repl {
                 };
                 // Kept in the flags so a later /model or /provider switch keeps it too.
                 self.args.reasoning_effort = Some(effort.as_str().to_string());
-                self.session
-                    .agent
-                    .set_reasoning(hermes_llm::reasoning::ReasoningSettings {
-                        default: Some(effort),
-                        overrides: Vec::new(),
-                    });
+                self.session.set_reasoning_effort(effort);
                 if global {
                     match config_edit::set_setting(
                         &self.home.config_path(),
