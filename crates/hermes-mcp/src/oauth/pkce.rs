@@ -43,7 +43,7 @@ mod tests {
         // RFC 7636, appendix B.
         assert_eq!(
             challenge("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"),
-            "E9Melhoa2OwvFoEMtZCBTSNazNpiHAbqGD8LXYc4G4o"
+            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
         );
         let (v, c) = pair();
         assert_eq!(v.len(), 64);
