@@ -76,18 +76,22 @@ pub fn run(top: &CommonArgs, args: &McpArgs) -> Result<ExitCode, CliError> {
         wait: wait.then_some(Duration::MAX),
     };
     let find = |name: &str| -> Result<ServerConfig, CliError> {
-        servers.iter().find(|s| s.name == name).cloned().ok_or_else(|| {
-            let known: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
-            CliError::config(format!(
-                "no MCP server `{name}` in {} (configured: {})",
-                config.path.display(),
-                if known.is_empty() {
-                    "none".to_string()
-                } else {
-                    known.join(", ")
-                }
-            ))
-        })
+        servers
+            .iter()
+            .find(|s| s.name == name)
+            .cloned()
+            .ok_or_else(|| {
+                let known: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+                CliError::config(format!(
+                    "no MCP server `{name}` in {} (configured: {})",
+                    config.path.display(),
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ))
+            })
     };
     match &args.action {
         None => list(&servers, options(true), false, &config.path),

@@ -85,7 +85,10 @@ fn check(out: &Value, server: &MockServer) {
     let conversations = &out["conversations"]["conversations"];
     assert_eq!(out["conversations"]["count"], 1, "{out}");
     assert_eq!(conversations[0]["platform"], "cli");
-    assert_eq!(out["conversation"]["session_id"], conversations[0]["session_id"]);
+    assert_eq!(
+        out["conversation"]["session_id"],
+        conversations[0]["session_id"]
+    );
     let messages = out["messages"]["messages"].as_array().unwrap();
     let pairs: Vec<(&str, &str)> = messages
         .iter()
@@ -102,7 +105,12 @@ fn check(out: &Value, server: &MockServer) {
     assert!(!out["chat"]["session_id"].as_str().unwrap().is_empty());
     let reqs = server.chat_requests();
     assert_eq!(reqs.len(), 2);
-    let last = reqs[1]["messages"].as_array().unwrap().last().unwrap().clone();
+    let last = reqs[1]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
     assert_eq!(last["content"], "hi from an MCP client");
     assert_eq!(out["events"]["is_error"], true);
     assert!(
@@ -152,7 +160,15 @@ fn the_python_client_over_http_with_a_key() {
     let (home, server) = seeded();
     let mut child = home
         .command(common::bin())
-        .args(["mcp", "serve", "--http", "--port", "0", "--key", "s3cret-key"])
+        .args([
+            "mcp",
+            "serve",
+            "--http",
+            "--port",
+            "0",
+            "--key",
+            "s3cret-key",
+        ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()

@@ -356,7 +356,10 @@ mod tests {
                 (s.name.as_str(), kind)
             })
             .collect();
-        assert_eq!(kinds, [("a", "sse"), ("b", "http"), ("c", "sse"), ("d", "http")]);
+        assert_eq!(
+            kinds,
+            [("a", "sse"), ("b", "http"), ("c", "sse"), ("d", "http")]
+        );
         assert_eq!(servers[2].transport_label(), "sse h/events");
         assert_eq!(
             warnings,

@@ -196,7 +196,10 @@ async fn start_http(
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
     let config = &state.config;
-    let map: HashMap<_, _> = header_map(headers)?.into_iter().filter_map(|(k, v)| Some((k?, v))).collect();
+    let map: HashMap<_, _> = header_map(headers)?
+        .into_iter()
+        .filter_map(|(k, v)| Some((k?, v)))
+        .collect();
     let client = http_client(config)?;
     let transport_config = StreamableHttpClientTransportConfig::with_uri(url.to_string())
         .custom_headers(map)
@@ -223,8 +226,8 @@ async fn start_http(
                 .await
         }
     };
-    let client = served
-        .map_err(|e| format!("the MCP handshake with {url} failed: {}", http_reason(&e)))?;
+    let client =
+        served.map_err(|e| format!("the MCP handshake with {url} failed: {}", http_reason(&e)))?;
     Ok(Live {
         client,
         child: None,
@@ -256,7 +259,9 @@ async fn start_sse(
 fn sse_reason(error: &rmcp::service::ClientInitializeError) -> String {
     use rmcp::service::ClientInitializeError;
     match error {
-        ClientInitializeError::TransportError { error: dynamic, .. } => innermost(dynamic.error.as_ref()),
+        ClientInitializeError::TransportError { error: dynamic, .. } => {
+            innermost(dynamic.error.as_ref())
+        }
         other => other.to_string(),
     }
 }

@@ -18,7 +18,7 @@ use tokio::runtime::Handle;
 use tokio::sync::watch;
 
 use crate::config::ServerConfig;
-use crate::connection::{self, Live, Listed};
+use crate::connection::{self, Listed, Live};
 use crate::handler::ListChanged;
 use crate::oauth::{AuthPrompt, ConsolePrompt, OAuth};
 use crate::sampling::{Sampler, SamplingHandler};
@@ -305,10 +305,7 @@ impl Hub {
         });
         if enabled == 0 {
             let states = Vec::new();
-            let failed = configs
-                .iter()
-                .map(|c| (c.clone(), String::new()))
-                .collect();
+            let failed = configs.iter().map(|c| (c.clone(), String::new())).collect();
             return Hub {
                 inner: Arc::new(Inner {
                     states,
@@ -485,7 +482,11 @@ impl Hub {
                     ),
                     Err(_) => (Status::Failed("state unavailable".into()), Vec::new(), 0),
                 };
-                let tools = if status == Status::Connected { names } else { Vec::new() };
+                let tools = if status == Status::Connected {
+                    names
+                } else {
+                    Vec::new()
+                };
                 ServerView {
                     name: s.config.name.clone(),
                     transport: s.config.transport_label(),
@@ -514,10 +515,9 @@ impl Hub {
         self.servers()
             .into_iter()
             .filter_map(|s| match s.status {
-                Status::Failed(why) => Some(format!(
-                    "MCP server `{}` is unavailable: {why}",
-                    s.name
-                )),
+                Status::Failed(why) => {
+                    Some(format!("MCP server `{}` is unavailable: {why}", s.name))
+                }
                 _ => None,
             })
             .collect()

@@ -11,8 +11,8 @@ use hermes_llm::{ChatRequest, Provider};
 use hermes_protocol::{FinishReason, Message, ToolCall, ToolSchema};
 
 use crate::sampling::{
-    SampledToolCall, SamplingBlock, SamplingError, SamplingHandler, SamplingReply,
-    SamplingRequest, SamplingRole, StopReason,
+    SampledToolCall, SamplingBlock, SamplingError, SamplingHandler, SamplingReply, SamplingRequest,
+    SamplingRole, StopReason,
 };
 
 /// The most characters of one sampled answer kept (a runaway model stops being read).
@@ -45,7 +45,9 @@ fn conversation(request: &SamplingRequest) -> Vec<Message> {
             match block {
                 SamplingBlock::Text(t) if !t.is_empty() => text.push(t.clone()),
                 SamplingBlock::Text(_) => {}
-                SamplingBlock::Media { kind, mime_type } => text.push(format!("[{kind}: {mime_type}]")),
+                SamplingBlock::Media { kind, mime_type } => {
+                    text.push(format!("[{kind}: {mime_type}]"))
+                }
                 SamplingBlock::ToolUse { id, name, input } => {
                     names.insert(id.clone(), name.clone());
                     calls.push(ToolCall {
@@ -54,16 +56,27 @@ fn conversation(request: &SamplingRequest) -> Vec<Message> {
                         arguments: input.to_string(),
                     });
                 }
-                SamplingBlock::ToolResult { tool_use_id, text: result } => {
+                SamplingBlock::ToolResult {
+                    tool_use_id,
+                    text: result,
+                } => {
                     let name = names.get(tool_use_id).cloned().unwrap_or_default();
-                    out.push(Message::tool_result(tool_use_id.clone(), name, result.clone()));
+                    out.push(Message::tool_result(
+                        tool_use_id.clone(),
+                        name,
+                        result.clone(),
+                    ));
                 }
             }
         }
         let joined = text.join("\n");
         match (m.role, calls.is_empty()) {
-            (SamplingRole::Assistant, false) => out.push(Message::assistant_with_tools(joined, calls)),
-            (SamplingRole::Assistant, true) if !joined.is_empty() => out.push(Message::assistant(joined)),
+            (SamplingRole::Assistant, false) => {
+                out.push(Message::assistant_with_tools(joined, calls))
+            }
+            (SamplingRole::Assistant, true) if !joined.is_empty() => {
+                out.push(Message::assistant(joined))
+            }
             (SamplingRole::User, _) if !joined.is_empty() => out.push(Message::user(joined)),
             _ => {}
         }

@@ -100,11 +100,21 @@ pub enum SamplingRole {
 pub enum SamplingBlock {
     Text(String),
     /// An image or audio clip (base64 `data`), which a text model sees as a placeholder.
-    Media { kind: String, mime_type: String },
+    Media {
+        kind: String,
+        mime_type: String,
+    },
     /// A tool call the model made in an earlier round.
-    ToolUse { id: String, name: String, input: Value },
+    ToolUse {
+        id: String,
+        name: String,
+        input: Value,
+    },
     /// The text of a tool's result, answering `tool_use_id`.
-    ToolResult { tool_use_id: String, text: String },
+    ToolResult {
+        tool_use_id: String,
+        text: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -505,7 +515,9 @@ mod tests {
     async fn the_policy_caps_tokens_picks_the_model_and_checks_it() {
         let s = sampler(json!({"max_tokens_cap": 50, "allowed_models": ["a", "b"]}));
         let out = s
-            .create_message(params(json!({"modelPreferences": {"hints": [{"name": "b"}]}})))
+            .create_message(params(
+                json!({"modelPreferences": {"hints": [{"name": "b"}]}}),
+            ))
             .await
             .unwrap();
         assert_eq!(out["model"], "b");
@@ -518,7 +530,9 @@ mod tests {
             "{out}"
         );
         let err = s
-            .create_message(params(json!({"modelPreferences": {"hints": [{"name": "z"}]}})))
+            .create_message(params(
+                json!({"modelPreferences": {"hints": [{"name": "z"}]}}),
+            ))
             .await
             .unwrap_err();
         assert_eq!(
@@ -527,7 +541,9 @@ mod tests {
         );
         let forced = sampler(json!({"model": "x"}));
         let out = forced
-            .create_message(params(json!({"modelPreferences": {"hints": [{"name": "b"}]}})))
+            .create_message(params(
+                json!({"modelPreferences": {"hints": [{"name": "b"}]}}),
+            ))
             .await
             .unwrap();
         assert_eq!(out["model"], "x");

@@ -171,9 +171,14 @@ impl SseTransport {
         let mut pending = Vec::new();
         let endpoint = loop {
             let chunk = resp.chunk().await.map_err(request_error)?.ok_or_else(|| {
-                SseTransportError::Protocol("the event stream ended before its `endpoint` event".into())
+                SseTransportError::Protocol(
+                    "the event stream ended before its `endpoint` event".into(),
+                )
             })?;
-            let mut events = parser.push(&chunk).map_err(SseTransportError::Protocol)?.into_iter();
+            let mut events = parser
+                .push(&chunk)
+                .map_err(SseTransportError::Protocol)?
+                .into_iter();
             if let Some(at) = events.by_ref().find(|e| e.event == "endpoint") {
                 pending.extend(events);
                 break at.data;
@@ -282,7 +287,8 @@ impl Transport<RoleClient> for SseTransport {
                 Some(o) => o.bearer().await?,
                 None => None,
             };
-            let timed_out = || SseTransportError::Request("the POST got no answer within 60 s".into());
+            let timed_out =
+                || SseTransportError::Request("the POST got no answer within 60 s".into());
             let mut resp = post(token.clone())
                 .await
                 .map_err(|_| timed_out())?
@@ -290,7 +296,9 @@ impl Transport<RoleClient> for SseTransport {
             if resp.status() == reqwest::StatusCode::UNAUTHORIZED
                 && let Some(o) = &oauth
             {
-                let fresh = o.recover(token.as_deref(), &www_authenticate(&resp)).await?;
+                let fresh = o
+                    .recover(token.as_deref(), &www_authenticate(&resp))
+                    .await?;
                 resp = post(Some(fresh))
                     .await
                     .map_err(|_| timed_out())?

@@ -249,8 +249,15 @@ async fn list_resources(peer: &Peer<RoleClient>) -> Result<Value, Failure> {
     Ok(json!({"resources": resources}))
 }
 
-async fn read_resource(peer: &Peer<RoleClient>, args: &Map<String, Value>) -> Result<Value, Failure> {
-    let Some(uri) = args.get("uri").and_then(Value::as_str).filter(|u| !u.is_empty()) else {
+async fn read_resource(
+    peer: &Peer<RoleClient>,
+    args: &Map<String, Value>,
+) -> Result<Value, Failure> {
+    let Some(uri) = args
+        .get("uri")
+        .and_then(Value::as_str)
+        .filter(|u| !u.is_empty())
+    else {
         return Err(Failure::Usage("Missing required parameter 'uri'".into()));
     };
     let result = peer
@@ -263,14 +270,21 @@ async fn read_resource(peer: &Peer<RoleClient>, args: &Map<String, Value>) -> Re
         .map(|items| {
             items
                 .iter()
-                .map(|c| match (c.get("text").and_then(Value::as_str), c.get("blob").and_then(Value::as_str)) {
-                    (Some(t), _) => t.to_string(),
-                    (None, Some(b)) => format!(
-                        "[binary data, {} bytes, {}]",
-                        b.len() * 3 / 4,
-                        c.get("mimeType").and_then(Value::as_str).unwrap_or("unknown type")
-                    ),
-                    _ => String::new(),
+                .map(|c| {
+                    match (
+                        c.get("text").and_then(Value::as_str),
+                        c.get("blob").and_then(Value::as_str),
+                    ) {
+                        (Some(t), _) => t.to_string(),
+                        (None, Some(b)) => format!(
+                            "[binary data, {} bytes, {}]",
+                            b.len() * 3 / 4,
+                            c.get("mimeType")
+                                .and_then(Value::as_str)
+                                .unwrap_or("unknown type")
+                        ),
+                        _ => String::new(),
+                    }
                 })
                 .collect()
         })
@@ -290,7 +304,11 @@ async fn list_prompts(peer: &Peer<RoleClient>) -> Result<Value, Failure> {
                     entry.insert(key.into(), x.clone());
                 }
             }
-            if let Some(args) = v.get("arguments").and_then(Value::as_array).filter(|a| !a.is_empty()) {
+            if let Some(args) = v
+                .get("arguments")
+                .and_then(Value::as_array)
+                .filter(|a| !a.is_empty())
+            {
                 let args: Vec<Value> = args
                     .iter()
                     .map(|a| {
@@ -312,7 +330,11 @@ async fn list_prompts(peer: &Peer<RoleClient>) -> Result<Value, Failure> {
 }
 
 async fn get_prompt(peer: &Peer<RoleClient>, args: Map<String, Value>) -> Result<Value, Failure> {
-    let Some(name) = args.get("name").and_then(Value::as_str).filter(|n| !n.is_empty()) else {
+    let Some(name) = args
+        .get("name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+    else {
         return Err(Failure::Usage("Missing required parameter 'name'".into()));
     };
     let mut params = rmcp::model::GetPromptRequestParams::new(name);

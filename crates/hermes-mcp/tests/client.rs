@@ -24,7 +24,14 @@ fn mock(name: &str, env: &[(&str, &str)]) -> ServerConfig {
         },
         timeout: Duration::from_secs(30),
         connect_timeout: Duration::from_secs(30),
-        ..ServerConfig::new(name, Transport::Stdio { command: String::new(), args: vec![], env: vec![] })
+        ..ServerConfig::new(
+            name,
+            Transport::Stdio {
+                command: String::new(),
+                args: vec![],
+                env: vec![],
+            },
+        )
     }
 }
 
@@ -245,7 +252,9 @@ fn a_dead_server_is_restarted_once_and_children_are_killed() {
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("pids");
     let hub = Hub::connect(
-        &[mock("d", &[("MOCK_PID_FILE", pid_file.to_str().unwrap())])], waiting());
+        &[mock("d", &[("MOCK_PID_FILE", pid_file.to_str().unwrap())])],
+        waiting(),
+    );
     let tools = hub.tools();
     let (crash, echo) = (find(&tools, "mcp__d__crash"), find(&tools, "mcp__d__echo"));
     let (out, ok) = call(&rt, &crash, json!({}));
@@ -275,14 +284,17 @@ fn http_servers_list_and_call_with_json_or_sse_answers() {
     let log_str = log.to_str().unwrap();
     let json_server = HttpMock::start(&[("MOCK_HEADER_LOG", log_str), ("MOCK_AUTH", "Bearer t0k")]);
     let sse_server = HttpMock::start(&[("MOCK_SSE", "1")]);
-    let hub = Hub::connect(&[
+    let hub = Hub::connect(
+        &[
             http(
                 "web",
                 &json_server.url,
                 &[("Authorization", "Bearer t0k"), ("X-Team", "blue")],
             ),
             http("sse", &sse_server.url, &[]),
-        ], waiting());
+        ],
+        waiting(),
+    );
     assert!(hub.warnings().is_empty(), "{:?}", hub.warnings());
     let tools = hub.tools();
     assert_eq!(tools.len(), 10);
@@ -327,14 +339,17 @@ fn http_servers_list_and_call_with_json_or_sse_answers() {
 #[test]
 fn an_http_401_is_one_warning_naming_the_server() {
     let server = HttpMock::start(&[("MOCK_AUTH", "Bearer right")]);
-    let hub = Hub::connect(&[
+    let hub = Hub::connect(
+        &[
             http(
                 "locked",
                 &server.url,
                 &[("Authorization", "Bearer wrong-t0ken")],
             ),
             mock("ok", &[]),
-        ], waiting());
+        ],
+        waiting(),
+    );
     let warnings = hub.warnings();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(

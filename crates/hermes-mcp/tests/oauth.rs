@@ -85,8 +85,10 @@ async fn mcp(State(s): State<Shared>, headers: HeaderMap, body: String) -> Respo
 
 async fn resource_metadata(State(s): State<Shared>) -> Response {
     let base = s.lock().unwrap().base.clone();
-    axum::Json(json!({"resource": format!("{base}/mcp"), "authorization_servers": [base],
-                      "scopes_supported": ["mcp:tools"]}))
+    axum::Json(
+        json!({"resource": format!("{base}/mcp"), "authorization_servers": [base],
+                      "scopes_supported": ["mcp:tools"]}),
+    )
     .into_response()
 }
 
@@ -102,8 +104,10 @@ async fn register(State(s): State<Shared>, axum::Json(body): axum::Json<Value>) 
     s.lock().unwrap().registrations.push(body.clone());
     (
         StatusCode::CREATED,
-        axum::Json(json!({"client_id": "client-1", "redirect_uris": body["redirect_uris"],
-                          "client_name": body["client_name"]})),
+        axum::Json(
+            json!({"client_id": "client-1", "redirect_uris": body["redirect_uris"],
+                          "client_name": body["client_name"]}),
+        ),
     )
         .into_response()
 }
@@ -127,13 +131,19 @@ async fn token(State(s): State<Shared>, Form(f): Form<HashMap<String, String>>) 
         Some("authorization_code") => {
             let digest = ring::digest::digest(
                 &ring::digest::SHA256,
-                f.get("code_verifier").cloned().unwrap_or_default().as_bytes(),
+                f.get("code_verifier")
+                    .cloned()
+                    .unwrap_or_default()
+                    .as_bytes(),
             );
             let expected = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest.as_ref());
             if f.get("code").map(String::as_str) != Some("code-1")
                 || s.challenge.as_deref() != Some(expected.as_str())
             {
-                return (StatusCode::BAD_REQUEST, axum::Json(json!({"error": "invalid_grant"})))
+                return (
+                    StatusCode::BAD_REQUEST,
+                    axum::Json(json!({"error": "invalid_grant"})),
+                )
                     .into_response();
             }
             s.valid = "at-1".into();
@@ -146,7 +156,11 @@ async fn token(State(s): State<Shared>, Form(f): Form<HashMap<String, String>>) 
             axum::Json(json!({"access_token": "at-2", "token_type": "Bearer", "expires_in": 3600}))
                 .into_response()
         }
-        _ => (StatusCode::BAD_REQUEST, axum::Json(json!({"error": "invalid_grant"}))).into_response(),
+        _ => (
+            StatusCode::BAD_REQUEST,
+            axum::Json(json!({"error": "invalid_grant"})),
+        )
+            .into_response(),
     }
 }
 
@@ -158,9 +172,18 @@ fn start_server() -> (String, Shared) {
     let base = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
     shared.lock().unwrap().base = base.clone();
     let app = Router::new()
-        .route("/mcp", post(mcp).get(|| async { StatusCode::METHOD_NOT_ALLOWED }))
-        .route("/.well-known/oauth-protected-resource/mcp", get(resource_metadata))
-        .route("/.well-known/oauth-authorization-server", get(server_metadata))
+        .route(
+            "/mcp",
+            post(mcp).get(|| async { StatusCode::METHOD_NOT_ALLOWED }),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource/mcp",
+            get(resource_metadata),
+        )
+        .route(
+            "/.well-known/oauth-authorization-server",
+            get(server_metadata),
+        )
         .route("/register", post(register))
         .route("/authorize", get(authorize))
         .route("/token", post(token))
@@ -242,7 +265,12 @@ fn discovery_registration_pkce_storage_and_refresh_on_401() {
             ..HubOptions::default()
         },
     );
-    assert_eq!(hub.servers()[0].status, Status::Connected, "{:?}", hub.servers());
+    assert_eq!(
+        hub.servers()[0].status,
+        Status::Connected,
+        "{:?}",
+        hub.servers()
+    );
 
     {
         let s = server.lock().unwrap();
@@ -309,8 +337,17 @@ fn discovery_registration_pkce_storage_and_refresh_on_401() {
             ..HubOptions::default()
         },
     );
-    assert_eq!(again.servers()[0].status, Status::Connected, "{:?}", again.servers());
-    assert_eq!(browser.opened.lock().unwrap().len(), 1, "no second authorization");
+    assert_eq!(
+        again.servers()[0].status,
+        Status::Connected,
+        "{:?}",
+        again.servers()
+    );
+    assert_eq!(
+        browser.opened.lock().unwrap().len(),
+        1,
+        "no second authorization"
+    );
 }
 
 #[test]

@@ -87,7 +87,10 @@ impl NodeServer {
             .unwrap();
         let started = Instant::now();
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(started.elapsed() < Duration::from_secs(30), "{mode} server did not start");
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "{mode} server did not start"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         NodeServer { child, port }
@@ -140,7 +143,10 @@ fn call(hub: &Hub, name: &str, args: Value) -> Result<Value, String> {
 fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     let started = Instant::now();
     while !f() {
-        assert!(started.elapsed() < Duration::from_secs(20), "waited in vain for {what}");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "waited in vain for {what}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -166,7 +172,11 @@ fn exercise(config: ServerConfig) {
             ..HubOptions::default()
         },
     );
-    assert!(hub.wait_ready(Duration::from_secs(40)), "{:?}", hub.servers());
+    assert!(
+        hub.wait_ready(Duration::from_secs(40)),
+        "{:?}",
+        hub.servers()
+    );
     let view = &hub.servers()[0];
     assert_eq!(view.status, Status::Connected, "{view:?}");
 
@@ -201,8 +211,16 @@ fn exercise(config: ServerConfig) {
         .iter()
         .filter_map(|p| p["name"].as_str())
         .collect();
-    assert!(names.contains(&"simple-prompt") && names.contains(&"args-prompt"), "{names:?}");
-    let simple = call(&hub, "mcp__ev__get_prompt", json!({"name": "simple-prompt"})).unwrap();
+    assert!(
+        names.contains(&"simple-prompt") && names.contains(&"args-prompt"),
+        "{names:?}"
+    );
+    let simple = call(
+        &hub,
+        "mcp__ev__get_prompt",
+        json!({"name": "simple-prompt"}),
+    )
+    .unwrap();
     assert_eq!(
         simple["messages"][0],
         json!({"role": "user", "content": "This is a simple prompt without arguments."})
@@ -231,12 +249,18 @@ fn exercise(config: ServerConfig) {
     )
     .unwrap();
     let text = sampled["result"].as_str().unwrap();
-    assert!(text.contains("the sampled answer") && text.contains("scripted-model"), "{text}");
+    assert!(
+        text.contains("the sampled answer") && text.contains("scripted-model"),
+        "{text}"
+    );
     let seen = handler.seen.lock().unwrap();
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].server, "ev");
     assert_eq!(seen[0].max_tokens, 50, "capped by max_tokens_cap");
-    assert_eq!(seen[0].system_prompt.as_deref(), Some("You are a helpful test server."));
+    assert_eq!(
+        seen[0].system_prompt.as_deref(),
+        Some("You are a helpful test server.")
+    );
 }
 
 #[test]
@@ -304,7 +328,9 @@ fn with_sampling_off_the_server_is_not_offered_it() {
     let names: Vec<String> = hub.tools().iter().map(|t| t.name().to_string()).collect();
     assert!(names.iter().any(|n| n == "mcp__ev__echo"), "{names:?}");
     assert!(
-        !names.iter().any(|n| n == "mcp__ev__trigger_sampling_request"),
+        !names
+            .iter()
+            .any(|n| n == "mcp__ev__trigger_sampling_request"),
         "{names:?}"
     );
     assert!(handler.seen.lock().unwrap().is_empty());
@@ -337,7 +363,12 @@ fn filesystem_over_stdio() {
             ..HubOptions::default()
         },
     );
-    assert_eq!(hub.servers()[0].status, Status::Connected, "{:?}", hub.servers());
+    assert_eq!(
+        hub.servers()[0].status,
+        Status::Connected,
+        "{:?}",
+        hub.servers()
+    );
     let file = root.join("notes.txt").display().to_string();
     let read = call(&hub, "mcp__fs__read_text_file", json!({"path": file})).unwrap();
     assert_eq!(read["result"], "hello from the file\n", "{read}");
@@ -348,9 +379,19 @@ fn filesystem_over_stdio() {
     )
     .unwrap();
     assert!(
-        listing["result"].as_str().unwrap().contains("[FILE] notes.txt"),
+        listing["result"]
+            .as_str()
+            .unwrap()
+            .contains("[FILE] notes.txt"),
         "{listing}"
     );
-    let outside = call(&hub, "mcp__fs__read_text_file", json!({"path": "/etc/hostname"}));
-    assert!(outside.unwrap_err().contains("denied"), "only the allowed directory");
+    let outside = call(
+        &hub,
+        "mcp__fs__read_text_file",
+        json!({"path": "/etc/hostname"}),
+    );
+    assert!(
+        outside.unwrap_err().contains("denied"),
+        "only the allowed directory"
+    );
 }

@@ -65,7 +65,11 @@ pub fn run(common: &CommonArgs, args: &ServeArgs) -> Result<ExitCode, CliError> 
         println!("{port}");
         eprintln!(
             "hermes: MCP server on http://127.0.0.1:{port}/mcp{}",
-            if key.is_some() { " (bearer key required)" } else { "" }
+            if key.is_some() {
+                " (bearer key required)"
+            } else {
+                ""
+            }
         );
         let shutdown = CancellationToken::new();
         let stop = shutdown.clone();

@@ -85,8 +85,15 @@ impl Callback {
                     .map(|(_, v)| v.clone())
             };
             if let Some(error) = get("error") {
-                let _ = respond(&mut stream, "200 OK", "Authorization failed. You can close this tab.").await;
-                let detail = get("error_description").map(|d| format!(": {d}")).unwrap_or_default();
+                let _ = respond(
+                    &mut stream,
+                    "200 OK",
+                    "Authorization failed. You can close this tab.",
+                )
+                .await;
+                let detail = get("error_description")
+                    .map(|d| format!(": {d}"))
+                    .unwrap_or_default();
                 return Err(OAuthError::Denied(format!("{error}{detail}")));
             }
             let Some(code) = get("code") else {
@@ -135,9 +142,7 @@ async fn respond(
     status: &str,
     text: &str,
 ) -> std::io::Result<()> {
-    let body = format!(
-        "<!doctype html><html><body><h2>Hermes</h2><p>{text}</p></body></html>"
-    );
+    let body = format!("<!doctype html><html><body><h2>Hermes</h2><p>{text}</p></body></html>");
     let head = format!(
         "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
@@ -193,6 +198,9 @@ mod tests {
         );
         let cb = Callback::bind(0, "/callback").await.unwrap();
         let err = cb.wait(Duration::from_millis(50)).await.unwrap_err();
-        assert!(err.to_string().contains("no authorization arrived"), "{err}");
+        assert!(
+            err.to_string().contains("no authorization arrived"),
+            "{err}"
+        );
     }
 }

@@ -135,9 +135,13 @@ impl AuthPrompt for ConsolePrompt {
         eprintln!(
             "\n  MCP server `{server}` needs authorization. Open this URL in a browser:\n\n    {url}\n"
         );
-        let over_ssh = std::env::var_os("SSH_CLIENT").is_some() || std::env::var_os("SSH_TTY").is_some();
-        let browser = std::env::var("BROWSER").ok().filter(|b| !b.trim().is_empty());
-        let display = std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some();
+        let over_ssh =
+            std::env::var_os("SSH_CLIENT").is_some() || std::env::var_os("SSH_TTY").is_some();
+        let browser = std::env::var("BROWSER")
+            .ok()
+            .filter(|b| !b.trim().is_empty());
+        let display =
+            std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some();
         let opener = match browser {
             Some(b) => Some(b),
             None if display && !over_ssh => Some("xdg-open".to_string()),
@@ -266,7 +270,10 @@ impl OAuth {
         self.authorize(None).await.map(|_| ())
     }
 
-    async fn metadata(&self, challenge: Option<&Challenge>) -> Result<(ServerMetadata, Option<String>), OAuthError> {
+    async fn metadata(
+        &self,
+        challenge: Option<&Challenge>,
+    ) -> Result<(ServerMetadata, Option<String>), OAuthError> {
         if challenge.is_none()
             && let Some(meta) = self.store.metadata()
         {
@@ -343,7 +350,10 @@ impl OAuth {
         });
         let client = match stored_client.filter(|c| c.redirect_uris.contains(&redirect_uri)) {
             Some(c) => c,
-            None => self.client_for(&meta, &redirect_uri, scope.as_deref()).await?,
+            None => {
+                self.client_for(&meta, &redirect_uri, scope.as_deref())
+                    .await?
+            }
         };
         let (verifier, code_challenge) = pkce::pair();
         let state = pkce::random_token(24);
@@ -468,7 +478,9 @@ impl OAuth {
             .await
             .map_err(|e| OAuthError::Token(crate::text::redact(&e.to_string())))?;
         let status = resp.status();
-        let bytes = read_capped(resp, MAX_BODY).await.map_err(OAuthError::Token)?;
+        let bytes = read_capped(resp, MAX_BODY)
+            .await
+            .map_err(OAuthError::Token)?;
         let value: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
         if !status.is_success() {
             let why = value
@@ -511,7 +523,10 @@ fn now() -> f64 {
 }
 
 /// The body of `resp`, at most `cap` bytes (more is an error: hostile servers are normal).
-pub(crate) async fn read_capped(mut resp: reqwest::Response, cap: usize) -> Result<Vec<u8>, String> {
+pub(crate) async fn read_capped(
+    mut resp: reqwest::Response,
+    cap: usize,
+) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
     while let Some(chunk) = resp.chunk().await.map_err(|e| e.to_string())? {
         if out.len() + chunk.len() > cap {
@@ -538,8 +553,10 @@ mod tests {
         assert_eq!(s, OAuthSettings::default());
         assert_eq!(s.client_name, "Hermes Agent");
         assert_eq!(s.timeout, Duration::from_secs(300));
-        let s = OAuthSettings::from_value(&json!({"redirect_port": 70000, "redirect_host": "localhost",
-                                                  "client_secret": "x", "timeout": 10}));
+        let s = OAuthSettings::from_value(
+            &json!({"redirect_port": 70000, "redirect_host": "localhost",
+                                                  "client_secret": "x", "timeout": 10}),
+        );
         assert_eq!(s.redirect_port, 0);
         assert_eq!(s.redirect_host, "localhost");
         assert_eq!(s.client_secret.as_deref(), Some("x"));

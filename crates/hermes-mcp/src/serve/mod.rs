@@ -106,12 +106,13 @@ impl HermesServer {
             config,
         );
         let key = Arc::new(key);
-        let app = axum::Router::new()
-            .nest_service("/mcp", service)
-            .layer(axum::middleware::from_fn(move |req, next| {
-                let key = key.clone();
-                async move { check_key(key.as_deref(), req, next).await }
-            }));
+        let app =
+            axum::Router::new()
+                .nest_service("/mcp", service)
+                .layer(axum::middleware::from_fn(move |req, next| {
+                    let key = key.clone();
+                    async move { check_key(key.as_deref(), req, next).await }
+                }));
         axum::serve(listener, app)
             .with_graceful_shutdown(async move { shutdown.cancelled().await })
             .await?;
@@ -229,12 +230,9 @@ impl HermesServer {
                 let Some(id) = text("id") else {
                     return json!({"error": "id is required"});
                 };
-                bridged(
-                    self.bridge
-                        .respond_approval(&id, parsed)
-                        .await
-                        .map(|()| json!({"resolved": true, "approval_id": id, "decision": parsed.as_str()})),
-                )
+                bridged(self.bridge.respond_approval(&id, parsed).await.map(
+                    |()| json!({"resolved": true, "approval_id": id, "decision": parsed.as_str()}),
+                ))
             }
             "hermes_chat" => {
                 let Some(message) = text("message") else {
@@ -242,7 +240,9 @@ impl HermesServer {
                 };
                 let session = text("session_id");
                 match self.chat.chat(&message, session.as_deref()).await {
-                    Ok(reply) => json!({"session_id": reply.session_id, "response": reply.response}),
+                    Ok(reply) => {
+                        json!({"session_id": reply.session_id, "response": reply.response})
+                    }
                     Err(e) => json!({"error": crate::text::redact(&e.0)}),
                 }
             }
@@ -293,47 +293,89 @@ fn schema(props: Value, required: &[&str]) -> Arc<Map<String, Value>> {
 /// The tools, their descriptions and argument shapes.
 fn tools() -> Vec<Tool> {
     let s = |d: &str| json!({"type": "string", "description": d});
-    let i = |d: &str, default: i64| json!({"type": "integer", "description": d, "default": default});
+    let i =
+        |d: &str, default: i64| json!({"type": "integer", "description": d, "default": default});
     let t = |name: &'static str, description: &'static str, props: Value, required: &[&str]| {
         Tool::new(name, description, schema(props, required))
     };
     vec![
-        t("conversations_list",
-          "List conversations (stored Hermes sessions, newest first) with the session keys messages_read needs.",
-          json!({"platform": s("Only this source (cli, telegram, api, ...)"),
+        t(
+            "conversations_list",
+            "List conversations (stored Hermes sessions, newest first) with the session keys messages_read needs.",
+            json!({"platform": s("Only this source (cli, telegram, api, ...)"),
                  "limit": i("Maximum conversations (1-200)", 50),
-                 "search": s("Text to find in the title or first message")}), &[]),
-        t("conversation_get", "Details of one conversation by its session key.",
-          json!({"session_key": s("A session key from conversations_list")}), &["session_key"]),
-        t("messages_read", "Recent user and assistant messages of a conversation, oldest first.",
-          json!({"session_key": s("A session key from conversations_list"),
-                 "limit": i("Maximum messages, the most recent (1-200)", 50)}), &["session_key"]),
-        t("attachments_fetch", "Non-text attachments (MEDIA: references) of one message.",
-          json!({"session_key": s("A session key from conversations_list"),
-                 "message_id": s("A message id from messages_read")}), &["session_key", "message_id"]),
-        t("events_poll", "New conversation events since a cursor (message, approval_requested, approval_resolved); pass next_cursor to the next poll.",
-          json!({"after_cursor": i("Events after this cursor (0: all)", 0),
+                 "search": s("Text to find in the title or first message")}),
+            &[],
+        ),
+        t(
+            "conversation_get",
+            "Details of one conversation by its session key.",
+            json!({"session_key": s("A session key from conversations_list")}),
+            &["session_key"],
+        ),
+        t(
+            "messages_read",
+            "Recent user and assistant messages of a conversation, oldest first.",
+            json!({"session_key": s("A session key from conversations_list"),
+                 "limit": i("Maximum messages, the most recent (1-200)", 50)}),
+            &["session_key"],
+        ),
+        t(
+            "attachments_fetch",
+            "Non-text attachments (MEDIA: references) of one message.",
+            json!({"session_key": s("A session key from conversations_list"),
+                 "message_id": s("A message id from messages_read")}),
+            &["session_key", "message_id"],
+        ),
+        t(
+            "events_poll",
+            "New conversation events since a cursor (message, approval_requested, approval_resolved); pass next_cursor to the next poll.",
+            json!({"after_cursor": i("Events after this cursor (0: all)", 0),
                  "session_key": s("Only this conversation"),
-                 "limit": i("Maximum events (1-200)", 20)}), &[]),
-        t("events_wait", "Wait for the next conversation event (long poll), at most timeout_ms.",
-          json!({"after_cursor": i("Events after this cursor", 0),
+                 "limit": i("Maximum events (1-200)", 20)}),
+            &[],
+        ),
+        t(
+            "events_wait",
+            "Wait for the next conversation event (long poll), at most timeout_ms.",
+            json!({"after_cursor": i("Events after this cursor", 0),
                  "session_key": s("Only this conversation"),
-                 "timeout_ms": i("Longest wait in milliseconds (max 300000)", 30000)}), &[]),
-        t("messages_send", "Send a message to a platform conversation (target \"platform:chat_id\", as channels_list gives).",
-          json!({"target": s("platform:identifier, e.g. telegram:123 or discord:#general"),
-                 "message": s("The text to send")}), &["target", "message"]),
-        t("channels_list", "Channels and targets messages_send can reach.",
-          json!({"platform": s("Only this platform")}), &[]),
-        t("permissions_list_open", "Approval requests (dangerous commands) waiting for an answer.",
-          json!({}), &[]),
-        t("permissions_respond", "Answer an approval request.",
-          json!({"id": s("The approval id from permissions_list_open"),
+                 "timeout_ms": i("Longest wait in milliseconds (max 300000)", 30000)}),
+            &[],
+        ),
+        t(
+            "messages_send",
+            "Send a message to a platform conversation (target \"platform:chat_id\", as channels_list gives).",
+            json!({"target": s("platform:identifier, e.g. telegram:123 or discord:#general"),
+                 "message": s("The text to send")}),
+            &["target", "message"],
+        ),
+        t(
+            "channels_list",
+            "Channels and targets messages_send can reach.",
+            json!({"platform": s("Only this platform")}),
+            &[],
+        ),
+        t(
+            "permissions_list_open",
+            "Approval requests (dangerous commands) waiting for an answer.",
+            json!({}),
+            &[],
+        ),
+        t(
+            "permissions_respond",
+            "Answer an approval request.",
+            json!({"id": s("The approval id from permissions_list_open"),
                  "decision": {"type": "string", "enum": ["allow-once", "allow-always", "deny"]}}),
-          &["id", "decision"]),
-        t("hermes_chat", "Run one turn of the Hermes agent (its tools, memory and skills) and return its answer. Pass the returned session_id to continue the same conversation.",
-          json!({"message": s("What to ask or tell Hermes"),
+            &["id", "decision"],
+        ),
+        t(
+            "hermes_chat",
+            "Run one turn of the Hermes agent (its tools, memory and skills) and return its answer. Pass the returned session_id to continue the same conversation.",
+            json!({"message": s("What to ask or tell Hermes"),
                  "session_id": s("A session to continue (from an earlier hermes_chat or conversations_list)")}),
-          &["message"]),
+            &["message"],
+        ),
     ]
 }
 

@@ -29,9 +29,13 @@ pub fn conversations(
         platform.is_none_or(|p| s.source.eq_ignore_ascii_case(p))
             && search.is_none_or(|q| {
                 let q = q.to_lowercase();
-                [s.title.as_deref().unwrap_or_default(), preview, s.id.as_str()]
-                    .iter()
-                    .any(|t| t.to_lowercase().contains(&q))
+                [
+                    s.title.as_deref().unwrap_or_default(),
+                    preview,
+                    s.id.as_str(),
+                ]
+                .iter()
+                .any(|t| t.to_lowercase().contains(&q))
             })
     };
     let list: Vec<Value> = rows
