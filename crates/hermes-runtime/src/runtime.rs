@@ -312,10 +312,7 @@ impl Runtime {
             .cloned()
             .collect();
         if !missing.is_empty() {
-            let hub = hermes_mcp::Hub::connect(
-                &missing,
-                Some(self.inner.home.join("logs/mcp-stderr.log")),
-            );
+            let hub = hermes_mcp::Hub::connect(&missing, self.hub_options());
             for w in hub.warnings() {
                 self.warn(&w);
             }
@@ -328,6 +325,34 @@ impl Runtime {
             .flat_map(hermes_mcp::Hub::tools)
             .filter(|t| wanted.iter().any(|w| w == t.toolset()))
             .collect()
+    }
+
+    /// How this runtime's MCP servers connect: stderr to the home's log, OAuth tokens in the
+    /// home, browser sign-in only from a terminal, sampling requests (where a server's policy
+    /// allows them) answered by the configured model; the session waits until each server is
+    /// connected or gave up (each bounded by its own `connect_timeout`).
+    fn hub_options(&self) -> hermes_mcp::HubOptions {
+        use std::io::IsTerminal;
+        let sampling = self
+            .providers(&hermes_llm::Overrides::default())
+            .ok()
+            .map(|p| {
+                Arc::new(hermes_mcp::llm::ProviderSampler::new(
+                    p.primary.clone(),
+                    p.spec.model.clone(),
+                )) as Arc<dyn hermes_mcp::SamplingHandler>
+            });
+        let auth_prompt: Option<Arc<dyn hermes_mcp::AuthPrompt>> =
+            std::io::stdin().is_terminal().then(|| {
+                Arc::new(hermes_mcp::ConsolePrompt) as Arc<dyn hermes_mcp::AuthPrompt>
+            });
+        hermes_mcp::HubOptions {
+            stderr_log: Some(self.inner.home.join("logs/mcp-stderr.log")),
+            home: Some(self.inner.home.root().to_path_buf()),
+            sampling,
+            auth_prompt,
+            wait: Some(std::time::Duration::MAX),
+        }
     }
 
     /// Says `message` once per runtime (through `tracing`).
