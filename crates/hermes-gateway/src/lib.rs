@@ -1,7 +1,8 @@
-//! The gateway: one agent reachable from other places than the terminal. This build has the
-//! OpenAI-compatible API server ([`api_server`]); the chat-platform adapters of the Python
-//! Hermes (Telegram, Discord, ...) are not in it. The server knows nothing of how an agent is
-//! built: the binary injects a [`api_server::TurnRunner`].
+//! The gateway: one agent reachable from other places than the terminal. This crate has the
+//! OpenAI-compatible API server ([`api_server`]) and the chat platform adapters
+//! ([`platform`]: Telegram, Discord, Slack, webhooks). Neither knows how an agent is built:
+//! the binary injects a [`api_server::TurnRunner`] and drives the adapters' events.
 
 pub mod api_server;
+pub mod platform;
 pub mod wire;
