@@ -24,6 +24,7 @@ pub mod markdown;
 pub mod settings;
 pub mod split;
 pub mod status;
+pub mod telegram;
 pub mod types;
 pub(crate) mod ws;
 

@@ -1,0 +1,13 @@
+//! Doubles of the chat platforms the gateway talks to, each on 127.0.0.1 and faithful to the
+//! platform's documented API: request capture, scripted users talking to the bot, and fault
+//! injection. The gateway's adapter tests and the binary's end-to-end tests point the
+//! adapters' base URLs at them.
+//!
+//! - [`telegram::TelegramMock`]: the Bot API (long polling with offsets, webhook mode,
+//!   messages, buttons, files, MarkdownV2 validation, 429 `retry_after`).
+
+mod server;
+pub mod telegram;
+pub mod telegram_markdown;
+
+pub use server::{MockRequest, MockResponse};
