@@ -16,6 +16,7 @@
 //! every failure is an error value or a status entry.
 
 pub mod backoff;
+pub mod discord;
 pub(crate) mod download;
 pub mod error;
 pub(crate) mod gate;

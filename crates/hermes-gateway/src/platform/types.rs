@@ -95,6 +95,12 @@ pub enum InboundEvent {
         /// The `data` of the [`Button`] as it was sent.
         data: String,
     },
+    /// Send `text` to `to` as it is, without the agent (webhook routes with
+    /// `deliver_only`). An empty `to.chat_id` means that platform's home channel.
+    Deliver {
+        to: ChatRef,
+        text: String,
+    },
 }
 
 impl InboundEvent {
@@ -102,6 +108,7 @@ impl InboundEvent {
         match self {
             InboundEvent::Message(m) => &m.chat,
             InboundEvent::Button { chat, .. } => chat,
+            InboundEvent::Deliver { to, .. } => to,
         }
     }
 }
@@ -129,8 +136,12 @@ pub struct InboundMessage {
     /// Sent by another bot (only delivered when the platform's `allow_bots` admits it).
     pub from_bot: bool,
     /// Where the answer must go instead of this chat (webhook routes with `deliver:
-    /// <platform>`); `None`: answer here.
+    /// <platform>`; an empty `chat_id` means that platform's home channel); `None`: answer
+    /// here.
     pub deliver_to: Option<ChatRef>,
+    /// Skills to run this message with (webhook routes' `skills`): the first one found runs
+    /// as `/skill` would, with `text` as the request.
+    pub skills: Vec<String>,
     /// When the platform says the message was sent (the adapter's clock when it does not).
     pub received_at: SystemTime,
 }

@@ -5,7 +5,10 @@
 //!
 //! - [`telegram::TelegramMock`]: the Bot API (long polling with offsets, webhook mode,
 //!   messages, buttons, files, MarkdownV2 validation, 429 `retry_after`).
+//! - [`discord::DiscordMock`]: REST v10 with rate-limit headers and the gateway websocket
+//!   (HELLO, IDENTIFY, heartbeats, DISPATCH with sequence numbers, RESUME replays, faults).
 
+pub mod discord;
 mod server;
 pub mod telegram;
 pub mod telegram_markdown;

@@ -218,6 +218,7 @@ fn convert_message(
         replies_to_bot,
         from_bot: from.is_bot,
         deliver_to: None,
+        skills: Vec::new(),
         received_at: timestamp(m.date),
     }))
 }
