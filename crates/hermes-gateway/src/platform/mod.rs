@@ -23,6 +23,7 @@ pub(crate) mod gate;
 pub(crate) mod http;
 pub mod markdown;
 pub mod settings;
+pub mod slack;
 pub mod split;
 pub mod status;
 pub mod telegram;

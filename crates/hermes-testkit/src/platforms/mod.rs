@@ -7,9 +7,14 @@
 //!   messages, buttons, files, MarkdownV2 validation, 429 `retry_after`).
 //! - [`discord::DiscordMock`]: REST v10 with rate-limit headers and the gateway websocket
 //!   (HELLO, IDENTIFY, heartbeats, DISPATCH with sequence numbers, RESUME replays, faults).
+//! - [`slack::SlackMock`]: the Web API and Socket Mode (tickets, hello, envelopes that must
+//!   be acknowledged and are redelivered when not, disconnect refreshes).
+//! - [`webhook`]: signing helpers for the tests of our inbound webhook server, and a
+//!   receiver for its callbacks.
 
 pub mod discord;
 mod server;
+pub mod slack;
 pub mod telegram;
 pub mod telegram_markdown;
 
