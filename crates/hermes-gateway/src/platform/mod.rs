@@ -28,6 +28,7 @@ pub mod split;
 pub mod status;
 pub mod telegram;
 pub mod types;
+pub mod webhook;
 pub(crate) mod ws;
 
 use std::path::{Path, PathBuf};

@@ -17,5 +17,6 @@ mod server;
 pub mod slack;
 pub mod telegram;
 pub mod telegram_markdown;
+pub mod webhook;
 
 pub use server::{MockRequest, MockResponse};
