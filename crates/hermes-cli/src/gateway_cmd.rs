@@ -1,9 +1,10 @@
 //! `hermes gateway [run]`: the gateway in the foreground, one long-lived process with one
-//! [`Runtime`]: providers and MCP servers are built once and shared by every request. This build
-//! serves the OpenAI-compatible API server (hermes-gateway); each request is one turn of a
-//! fresh session (platform `api`, unattended approvals, stored with source `api`); chat
-//! platforms configured in config.yaml are named as not in this build. Ctrl-C or SIGTERM stops
-//! it: turns in flight are cancelled, exit 0.
+//! [`Runtime`] (providers, MCP servers and the store writer built once and shared): the
+//! OpenAI-compatible API server (each request one turn of a fresh session: platform `api`,
+//! unattended approvals), every configured chat platform (Telegram, Discord, Slack, webhooks:
+//! one session per chat, `hermes_gateway::chat`), the cron scheduler with delivery to chats,
+//! and the state file `hermes gateway status` reads. Ctrl-C or SIGTERM stops it: turns in
+//! flight are interrupted and recorded, exit 0.
 //!
 //! Settings, as the Python Hermes reads them: `--host`/`--port`, else `API_SERVER_HOST` /
 //! `API_SERVER_PORT`, else `platforms.api_server.extra.host|port` (or without `extra`, or under
@@ -21,6 +22,8 @@ use hermes_core::EventSink;
 use hermes_gateway::api_server::{
     self, ApiServer, ApiServerConfig, RunnerError, TurnInput, TurnOutcome, TurnRunner,
 };
+use hermes_gateway::chat::{self, ChatGateway};
+use hermes_gateway::platform::PlatformsConfig;
 use hermes_protocol::Message;
 use hermes_runtime::{Platform, Runtime, SessionSpec, Unattended};
 use serde_json::Value;
@@ -61,10 +64,34 @@ pub async fn run(common: &CommonArgs, args: &GatewayArgs) -> Result<ExitCode, Cl
     let server_config = server_config(args, config, env, home.profile_name())?;
     api_server::check_bind(&server_config.host, server_config.key.as_deref())
         .map_err(|e| CliError::config(e.to_string()))?;
-    for name in other_platforms(config) {
-        eprintln!("hermes: gateway platform `{name}` is configured but not in this build");
+    let cwd = crate::session::working_dir(config)?;
+    let platforms = PlatformsConfig::load(config, env);
+    let (adapters, problems) = chat::adapters::build(&platforms, env, home.root());
+    for problem in problems {
+        eprintln!("hermes: {problem}");
     }
-    let spec = common.spec(Platform::Api, crate::session::working_dir(config)?);
+    let chats = (!adapters.is_empty()).then(|| {
+        Arc::new(ChatGateway::new(
+            runtime.clone(),
+            common.spec(Platform::Gateway("gateway".into()), cwd.clone()),
+            adapters,
+            platforms.clone(),
+        ))
+    });
+    let directory = match &chats {
+        Some(g) => g.directory(),
+        None => chat::delivery::Directory {
+            adapters: Default::default(),
+            platforms: platforms.clone(),
+            routes: Arc::new(chat::routes::Routes::load(home.root())),
+        },
+    };
+    if chats.is_some() {
+        runtime.register_tool(Arc::new(chat::delivery::SendMessageTool {
+            directory: directory.clone(),
+        }));
+    }
+    let spec = common.spec(Platform::Api, cwd);
     // Build one session first: a configuration mistake stops the gateway at start, and the
     // providers and MCP servers every request shares are ready before the first one.
     let probe = runtime
@@ -72,7 +99,10 @@ pub async fn run(common: &CommonArgs, args: &GatewayArgs) -> Result<ExitCode, Cl
         .await?;
     probe.close().await;
 
-    let runner = Arc::new(AgentRunner { runtime, spec });
+    let runner = Arc::new(AgentRunner {
+        runtime: runtime.clone(),
+        spec: spec.clone(),
+    });
     let server = ApiServer::bind(server_config, runner)
         .await
         .map_err(|e| CliError::runtime(e.to_string()))?;
@@ -82,6 +112,26 @@ pub async fn run(common: &CommonArgs, args: &GatewayArgs) -> Result<ExitCode, Cl
     println!("API server listening on http://{addr}/v1");
     let shutdown = CancellationToken::new();
     spawn_signal_handler(shutdown.clone());
+    let mut background = Vec::new();
+    if let Some(gateway) = &chats {
+        for adapter in gateway.adapters() {
+            println!("{} started", adapter.name());
+        }
+        background.push(tokio::spawn(gateway.clone().run(shutdown.clone())));
+        background.push(tokio::spawn(chat::state::keep_written(
+            gateway.clone(),
+            home.root().to_path_buf(),
+            Some(format!("http://{addr}/v1")),
+            shutdown.clone(),
+        )));
+    }
+    let delivery = Arc::new(chat::delivery::CronDelivery::new(directory, &config.raw));
+    background.push(tokio::spawn(chat::scheduler::run(
+        runtime.clone(),
+        spec,
+        delivery,
+        shutdown.clone(),
+    )));
     let stopped = shutdown.clone();
     tokio::select! {
         r = server.serve(shutdown) => {
@@ -89,6 +139,10 @@ pub async fn run(common: &CommonArgs, args: &GatewayArgs) -> Result<ExitCode, Cl
         }
         // Connections that outlive their cancelled turns are not waited for forever.
         _ = async { stopped.cancelled().await; tokio::time::sleep(Duration::from_secs(10)).await } => {}
+    }
+    // The chats finish (or stop) their turns and close their sessions.
+    for task in background {
+        let _ = tokio::time::timeout(Duration::from_secs(40), task).await;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -199,23 +253,6 @@ fn server_config(
         model_name,
         version: env!("CARGO_PKG_VERSION").into(),
     })
-}
-
-/// Platforms configured (and not disabled) in config.yaml other than the API server.
-fn other_platforms(config: &Config) -> Vec<String> {
-    let mut names = Vec::new();
-    for root in ["/platforms", "/gateway/platforms"] {
-        let Some(map) = config.raw.pointer(root).and_then(Value::as_object) else {
-            continue;
-        };
-        for (name, v) in map {
-            let disabled = v.get("enabled").and_then(Value::as_bool) == Some(false);
-            if name != API_SERVER && !disabled && !names.contains(name) {
-                names.push(name.clone());
-            }
-        }
-    }
-    names
 }
 
 /// One request, one fresh session of the gateway's runtime (nobody to ask for approvals),

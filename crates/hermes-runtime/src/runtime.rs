@@ -129,6 +129,12 @@ impl Runtime {
         &self.inner.env
     }
 
+    /// Adds `tool` to the catalogue of every session built from now on (a frontend's own
+    /// tools: the gateway's `send_message`). Sessions choose it by its toolset as any other.
+    pub fn register_tool(&self, tool: Arc<dyn Tool>) {
+        self.inner.shared.add(tool);
+    }
+
     /// The thread that writes every session of this runtime to the home's `sessions.db`
     /// (started with the first session that records).
     pub fn store_writer(&self) -> &hermes_store::StoreWriter {
@@ -224,13 +230,26 @@ impl Runtime {
     ) -> Result<(Registry, Arc<Library>), SessionError> {
         let config = &self.inner.config;
         let home = &self.inner.home;
-        let (toolsets, _) =
+        let (mut toolsets, source) =
             tools::configured_toolsets(spec.toolsets.as_deref(), &spec.platform, config);
         let skills = Arc::new(Library::for_home(
             home,
             SkillSettings::from_config(config, home.root(), spec.platform.name()),
         ));
         let registry = self.inner.shared.registry(skills.clone());
+        // A chat platform also sends messages (`send_message`, when its frontend offers it)
+        // and schedules jobs the gateway runs (`cronjob`), unless its toolsets are explicit.
+        if matches!(spec.platform, Platform::Gateway(_)) && source == "toolsets" {
+            for extra in ["messaging", "cronjob"] {
+                let offered = registry
+                    .names()
+                    .iter()
+                    .any(|n| registry.get(n).is_some_and(|t| t.toolset() == extra));
+                if offered && !toolsets.iter().any(|t| t == extra) {
+                    toolsets.push(extra.to_string());
+                }
+            }
+        }
         let (toolsets, mcp_servers, mcp_warnings) = tools::mcp_selection(toolsets, config);
         let (selected, warnings) = registry.select(&toolsets)?;
         let mut tools = selected.available(&self.inner.env);
@@ -342,10 +361,9 @@ impl Runtime {
                     p.spec.model.clone(),
                 )) as Arc<dyn hermes_mcp::SamplingHandler>
             });
-        let auth_prompt: Option<Arc<dyn hermes_mcp::AuthPrompt>> =
-            std::io::stdin().is_terminal().then(|| {
-                Arc::new(hermes_mcp::ConsolePrompt) as Arc<dyn hermes_mcp::AuthPrompt>
-            });
+        let auth_prompt: Option<Arc<dyn hermes_mcp::AuthPrompt>> = std::io::stdin()
+            .is_terminal()
+            .then(|| Arc::new(hermes_mcp::ConsolePrompt) as Arc<dyn hermes_mcp::AuthPrompt>);
         hermes_mcp::HubOptions {
             stderr_log: Some(self.inner.home.join("logs/mcp-stderr.log")),
             home: Some(self.inner.home.root().to_path_buf()),

@@ -164,6 +164,8 @@ pub(crate) struct SharedTools {
     cronjob: Arc<dyn Tool>,
     memory_tool: Option<Arc<dyn Tool>>,
     pub(crate) memory: Option<Arc<MemoryStore>>,
+    /// Tools a frontend adds for all its sessions (the gateway's `send_message`).
+    extra: std::sync::Mutex<Vec<Arc<dyn Tool>>>,
 }
 
 impl SharedTools {
@@ -183,6 +185,15 @@ impl SharedTools {
                 .as_ref()
                 .map(|store| Arc::new(MemoryTool::new(store.clone())) as Arc<dyn Tool>),
             memory,
+            extra: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Adds `tool` to every session's catalogue from now on.
+    pub(crate) fn add(&self, tool: Arc<dyn Tool>) {
+        if let Ok(mut extra) = self.extra.lock() {
+            extra.retain(|t| t.name() != tool.name());
+            extra.push(tool);
         }
     }
 
@@ -199,6 +210,11 @@ impl SharedTools {
         registry.register(Arc::new(delegation::DelegateTaskTool::schema_only()));
         if let Some(tool) = &self.memory_tool {
             registry.register(tool.clone());
+        }
+        if let Ok(extra) = self.extra.lock() {
+            for tool in extra.iter() {
+                registry.register(tool.clone());
+            }
         }
         registry
     }
