@@ -23,7 +23,7 @@ use hermes_gateway::api_server::{
     self, ApiServer, ApiServerConfig, RunnerError, TurnInput, TurnOutcome, TurnRunner,
 };
 use hermes_gateway::chat::{self, ChatGateway};
-use hermes_gateway::platform::PlatformsConfig;
+use hermes_gateway::platform::{BuiltAdapters, build_adapters};
 use hermes_protocol::Message;
 use hermes_runtime::{Platform, Runtime, SessionSpec, Unattended};
 use serde_json::Value;
@@ -65,10 +65,17 @@ pub async fn run(common: &CommonArgs, args: &GatewayArgs) -> Result<ExitCode, Cl
     api_server::check_bind(&server_config.host, server_config.key.as_deref())
         .map_err(|e| CliError::config(e.to_string()))?;
     let cwd = crate::session::working_dir(config)?;
-    let platforms = PlatformsConfig::load(config, env);
-    let (adapters, problems) = chat::adapters::build(&platforms, env, home.root());
-    for problem in problems {
-        eprintln!("hermes: {problem}");
+    let BuiltAdapters {
+        adapters,
+        platforms,
+        errors,
+        warnings,
+    } = build_adapters(config, env);
+    for warning in warnings {
+        eprintln!("hermes: {warning}");
+    }
+    for error in errors {
+        eprintln!("hermes: gateway platform not started: {error}");
     }
     let chats = (!adapters.is_empty()).then(|| {
         Arc::new(ChatGateway::new(

@@ -2,6 +2,8 @@
 //! the exact REST calls, RESUME after faults without losing or duplicating a message, auto
 //! threads, buttons, rate limits and files.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod platform_support;
 
 use std::sync::Arc;

@@ -2,6 +2,8 @@
 //! exact Web API calls, acknowledgements, reconnection after a dropped socket or a
 //! `disconnect` without losing or duplicating an event, threads, buttons, rate limits, files.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod platform_support;
 
 use std::sync::Arc;

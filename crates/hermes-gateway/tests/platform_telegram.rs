@@ -1,6 +1,8 @@
 //! The Telegram adapter against the testkit's Bot API double: what arrives, the exact calls
 //! sent, offsets, rate limits, webhook mode, group rules, buttons and files.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod platform_support;
 
 use std::sync::Arc;

@@ -3,6 +3,8 @@
 //! answer's destinations (log, another platform, a signed callback, the HTTP response), the
 //! event filter, duplicates, rate limits, size limits and agent-created routes.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod platform_support;
 
 use std::sync::Arc;

@@ -12,7 +12,6 @@
 //! - [`delivery`]: cron answers and `send_message` to chats; [`scheduler`]: cron inside the
 //!   gateway; [`state`]: what `hermes gateway status` reads.
 
-pub mod adapters;
 pub mod ask;
 pub mod auth;
 pub mod commands;

@@ -16,6 +16,7 @@
 //! every failure is an error value or a status entry.
 
 pub mod backoff;
+mod build;
 pub mod discord;
 pub(crate) mod download;
 pub mod error;
@@ -36,6 +37,7 @@ use std::path::{Path, PathBuf};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+pub use build::{BuiltAdapters, build_adapters};
 pub use error::{PlatformConfigError, PlatformError};
 pub use settings::{PlatformSettings, PlatformsConfig};
 pub use types::*;

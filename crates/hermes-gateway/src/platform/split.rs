@@ -330,19 +330,42 @@ fn render_fitting(
         out.push(rendered.to_string());
         return;
     }
-    if depth >= 8 {
-        // Escaping keeps outgrowing the cuts (pathological input): cut the converted text
-        // itself. The platform may then show it unformatted, but nothing is lost.
-        for part in split(rendered, budget, unit) {
-            let text = part.text();
-            if !text.trim().is_empty() {
-                out.push(text);
+    let source_len = unit.len(source);
+    if depth >= 8 || source_len <= 1 {
+        // Converting keeps outgrowing the cuts (pathological input, e.g. a table whose
+        // headers repeat on every row): send the source without formatting, in pieces small
+        // enough whatever the escaping. Nothing is lost and the platform accepts it.
+        if matches!(dialect, Dialect::Discord | Dialect::Plain) {
+            for part in split(source, budget, unit) {
+                let text = part.text();
+                if !text.trim().is_empty() {
+                    out.push(text);
+                }
             }
+            return;
+        }
+        let piece = (budget / markdown::max_growth(dialect)).max(1);
+        let chars: Vec<char> = source.chars().collect();
+        let mut start = 0;
+        while start < chars.len() {
+            let mut end = start;
+            let mut used = 0;
+            while end < chars.len() && used + unit.char_len(chars[end]) <= piece {
+                used += unit.char_len(chars[end]);
+                end += 1;
+            }
+            let end = end.max(start + 1);
+            let chunk: String = chars[start..end].iter().collect();
+            if !chunk.trim().is_empty() {
+                out.push(markdown::literal(&chunk, dialect));
+            }
+            start = end;
         }
         return;
     }
-    let smaller = (budget.saturating_mul(budget) / len)
-        .min(budget.saturating_sub(1))
+    // Cut the source in proportion to how much escaping grew it (strictly smaller).
+    let smaller = (source_len.saturating_mul(budget) / len)
+        .min(source_len - 1)
         .max(1);
     for part in split(source, smaller, unit) {
         render_fitting(&part.text(), dialect, budget, unit, depth + 1, out);
@@ -467,6 +490,76 @@ mod tests {
         assert_eq!(dots, 5000);
     }
 
+    #[test]
+    fn runaway_growth_falls_back_to_literal_text() {
+        // Every row repeats every (long) header: converting grows the text far beyond the
+        // cuts.
+        let headers: Vec<String> = (0..30)
+            .map(|i| format!("a_rather_long_header_{i}"))
+            .collect();
+        let mut table = format!("|{}|\n|{}|\n", headers.join("|"), vec!["-"; 30].join("|"));
+        for r in 0..20 {
+            let cells: Vec<String> = (0..30).map(|c| format!("{r}.{c}")).collect();
+            table.push_str(&format!("|{}|\n", cells.join("|")));
+        }
+        for (dialect, unit) in [
+            (Dialect::TelegramV2, LengthUnit::Utf16),
+            (Dialect::SlackMrkdwn, LengthUnit::Chars),
+            (Dialect::Discord, LengthUnit::Chars),
+        ] {
+            let parts = render_parts(&table, dialect, 300, unit, true);
+            assert!(!parts.is_empty());
+            for p in &parts {
+                assert!(unit.len(p) <= 300, "{dialect:?}");
+                if dialect == Dialect::TelegramV2 {
+                    assert!(
+                        hermes_testkit::platforms::telegram_markdown::parse(p).is_ok(),
+                        "{p:?}"
+                    );
+                }
+            }
+            let all: String = parts.concat();
+            let last_cell = all.contains("19.29") || all.contains("19\\.29");
+            assert!(
+                all.contains("rather") && last_cell,
+                "{dialect:?}: nothing lost"
+            );
+        }
+    }
+
+    #[test]
+    fn the_last_resort_is_literal_and_fits() {
+        let source = "**a.b** ```x``` & <c> | d_e\n```py\nz = 1\n```";
+        for (dialect, unit) in [
+            (Dialect::TelegramV2, LengthUnit::Utf16),
+            (Dialect::SlackMrkdwn, LengthUnit::Chars),
+            (Dialect::Discord, LengthUnit::Chars),
+        ] {
+            let mut out = Vec::new();
+            render_fitting(source, dialect, 24, unit, 8, &mut out);
+            assert!(!out.is_empty());
+            for p in &out {
+                assert!(unit.len(p) <= 24, "{dialect:?}: {p:?}");
+                assert!(balanced(p), "{dialect:?}: {p:?}");
+            }
+            if dialect == Dialect::TelegramV2 {
+                for p in &out {
+                    assert!(
+                        hermes_testkit::platforms::telegram_markdown::parse(p).is_ok(),
+                        "{p:?}"
+                    );
+                }
+                assert!(out.concat().starts_with("\\*\\*a\\.b"), "literal: {out:?}");
+            }
+            if dialect == Dialect::SlackMrkdwn {
+                assert!(
+                    !out.concat().contains("``"),
+                    "backtick runs broken: {out:?}"
+                );
+            }
+        }
+    }
+
     fn markdownish() -> impl Strategy<Value = String> {
         let piece = prop_oneof![
             "[a-z ]{0,40}".prop_map(|s| s),
@@ -515,6 +608,10 @@ mod tests {
                 for p in render_parts(&text, dialect, limit, unit, true) {
                     prop_assert!(unit.len(&p) <= limit, "{:?}: {} > {}", dialect, unit.len(&p), limit);
                     prop_assert!(balanced(&p), "{:?} unbalanced: {:?}", dialect, p);
+                    if dialect == Dialect::TelegramV2 {
+                        let parsed = hermes_testkit::platforms::telegram_markdown::parse(&p);
+                        prop_assert!(parsed.is_ok(), "Telegram refuses {:?}: {:?}", p, parsed);
+                    }
                 }
             }
         }

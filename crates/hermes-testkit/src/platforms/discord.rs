@@ -895,10 +895,8 @@ impl DcService {
         });
         let d = &payload["d"];
         match payload["op"].as_u64() {
-            Some(1) => {
-                if !st.zombie {
-                    let _ = tx.send(Outgoing::Text(json!({"op": 11}).to_string()));
-                }
+            Some(1) if !st.zombie => {
+                let _ = tx.send(Outgoing::Text(json!({"op": 11}).to_string()));
             }
             Some(2) => {
                 if d["token"].as_str() != Some(self.shared.token.as_str()) {

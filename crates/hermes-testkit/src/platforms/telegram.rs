@@ -662,8 +662,7 @@ impl TgService {
             Some(m) if m.eq_ignore_ascii_case("MarkdownV2") => {
                 telegram_markdown::parse(text).map_err(|e| bad_request(&e))?
             }
-            Some(m) if m.is_empty() => text.to_string(),
-            None => text.to_string(),
+            Some("") | None => text.to_string(),
             Some(other) => {
                 if !["Markdown", "HTML"]
                     .iter()

@@ -197,7 +197,7 @@ pub fn parse(text: &str) -> Result<String, String> {
                     return Err(reserved(']'));
                 }
                 stack.pop();
-                if !chars.get(i + 1).is_some_and(|c| c.1 == '(') {
+                if chars.get(i + 1).is_none_or(|c| c.1 != '(') {
                     return Err(reserved(']'));
                 }
                 let mut j = i + 2;

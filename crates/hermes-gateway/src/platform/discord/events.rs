@@ -227,6 +227,17 @@ impl Processor {
             Ok(None) => None,
             Err(e) => {
                 self.status.error(format!("channel {id}: {e}"));
+                // A channel the bot cannot read is remembered as a plain channel, so each
+                // message does not ask again.
+                if matches!(
+                    e,
+                    crate::platform::PlatformError::Api {
+                        status: 403 | 404,
+                        ..
+                    }
+                ) {
+                    self.memory.remember_channel(&json!({"id": id, "type": 0}));
+                }
                 None
             }
         }

@@ -26,6 +26,39 @@ pub fn render(text: &str, dialect: Dialect) -> String {
     }
 }
 
+/// `text` shown as it is, escaped so the dialect reads no formatting in it (Slack has no
+/// escape for backticks: consecutive ones are kept apart by a zero-width space).
+pub fn literal(text: &str, dialect: Dialect) -> String {
+    let mut out = String::with_capacity(text.len() * 2);
+    match dialect {
+        Dialect::TelegramV2 => telegram::escape(text, &mut out),
+        Dialect::SlackMrkdwn => {
+            let mut escaped = String::with_capacity(text.len());
+            slack::escape(text, &mut escaped);
+            let mut previous_tick = false;
+            for c in escaped.chars() {
+                if c == '`' && previous_tick {
+                    out.push('\u{200B}');
+                }
+                previous_tick = c == '`';
+                out.push(c);
+            }
+        }
+        Dialect::Discord | Dialect::Plain => out.push_str(text),
+    }
+    out
+}
+
+/// How many times longer [`literal`] can make a text.
+pub(crate) fn max_growth(dialect: Dialect) -> usize {
+    match dialect {
+        Dialect::TelegramV2 => 2,
+        // `&` becomes `&amp;`; a backtick gains a zero-width space.
+        Dialect::SlackMrkdwn => 5,
+        Dialect::Discord | Dialect::Plain => 1,
+    }
+}
+
 /// How one dialect writes each construct.
 pub(crate) trait DialectRenderer {
     /// A fenced code block (`lang` may be empty, `body` has no trailing newline).
@@ -133,23 +166,86 @@ fn render_line(line: &str, r: &dyn DialectRenderer, out: &mut String) {
         && !trimmed[hashes..].trim().is_empty()
     {
         let title = trimmed[hashes..].trim().trim_end_matches('#').trim_end();
-        r.heading(&strip_bold(inline::parse(title)), out);
+        // A heading is bold already: bold inside it adds nothing.
+        let bold = Active {
+            bold: true,
+            ..Active::default()
+        };
+        r.heading(&unnest(inline::parse(title), bold), out);
         return;
     }
     let level = trimmed.bytes().take_while(|b| *b == b'>').count();
     if (1..=3).contains(&level) && trimmed[level..].starts_with(' ') {
-        r.quote(level, &inline::parse(trimmed[level..].trim_start()), out);
+        let content = unnest(
+            inline::parse(trimmed[level..].trim_start()),
+            Active::default(),
+        );
+        r.quote(level, &content, out);
         return;
     }
-    r.inline(&inline::parse(line), out);
+    r.inline(&unnest(inline::parse(line), Active::default()), out);
 }
 
-/// A heading is bold already: bold inside it adds nothing.
-fn strip_bold(items: Vec<Inline>) -> Vec<Inline> {
+/// The formatting already in effect around some inline items.
+#[derive(Debug, Clone, Copy, Default)]
+struct Active {
+    bold: bool,
+    italic: bool,
+    strike: bool,
+    spoiler: bool,
+    link: bool,
+}
+
+/// Removes formatting nested inside the same formatting (`**a **b** c**`, a link in a
+/// link's label): the dialects' markers do not nest with themselves, and an inner marker
+/// would end the outer entity (Telegram then refuses the whole message).
+fn unnest(items: Vec<Inline>, active: Active) -> Vec<Inline> {
     let mut out = Vec::with_capacity(items.len());
     for item in items {
         match item {
-            Inline::Bold(children) => out.extend(strip_bold(children)),
+            Inline::Bold(c) if active.bold => out.extend(unnest(c, active)),
+            Inline::Bold(c) => out.push(Inline::Bold(unnest(
+                c,
+                Active {
+                    bold: true,
+                    ..active
+                },
+            ))),
+            Inline::Italic(c) if active.italic => out.extend(unnest(c, active)),
+            Inline::Italic(c) => out.push(Inline::Italic(unnest(
+                c,
+                Active {
+                    italic: true,
+                    ..active
+                },
+            ))),
+            Inline::Strike(c) if active.strike => out.extend(unnest(c, active)),
+            Inline::Strike(c) => out.push(Inline::Strike(unnest(
+                c,
+                Active {
+                    strike: true,
+                    ..active
+                },
+            ))),
+            Inline::Spoiler(c) if active.spoiler => out.extend(unnest(c, active)),
+            Inline::Spoiler(c) => out.push(Inline::Spoiler(unnest(
+                c,
+                Active {
+                    spoiler: true,
+                    ..active
+                },
+            ))),
+            Inline::Link { label, .. } if active.link => out.extend(unnest(label, active)),
+            Inline::Link { label, url } => out.push(Inline::Link {
+                label: unnest(
+                    label,
+                    Active {
+                        link: true,
+                        ..active
+                    },
+                ),
+                url,
+            }),
             other => out.push(other),
         }
     }

@@ -161,6 +161,45 @@ mod tests {
         assert_eq!(tg("<https://a.b/c>"), r"https://a\.b/c");
     }
 
+    use proptest::prelude::*;
+
+    fn markdownish() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            "[a-z .!()#+=|{}<>-]{0,12}",
+            Just("**".to_string()),
+            Just("*".to_string()),
+            Just("_".to_string()),
+            Just("__".to_string()),
+            Just("~~".to_string()),
+            Just("||".to_string()),
+            Just("`".to_string()),
+            Just("\\".to_string()),
+            Just("[a](http://x/y_(z))".to_string()),
+            Just("<https://a.b>".to_string()),
+            Just("\n".to_string()),
+            Just("\n```py\n".to_string()),
+            Just("\n```\n".to_string()),
+            Just("\n> ".to_string()),
+            Just("\n## ".to_string()),
+            Just("\n| a | b |\n|---|---|\n| 1 | 2 |\n".to_string()),
+            "[😀é]{0,3}",
+        ];
+        prop::collection::vec(piece, 0..40).prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        #![proptest_config(hermes_testkit::proptest_config(512))]
+
+        /// Whatever the model writes, Telegram's parser (the testkit's copy of its rules)
+        /// accepts the conversion.
+        #[test]
+        fn every_conversion_is_valid_markdown_v2(text in markdownish()) {
+            let out = tg(&text);
+            let parsed = hermes_testkit::platforms::telegram_markdown::parse(&out);
+            prop_assert!(parsed.is_ok(), "{:?} -> {:?}: {:?}", text, out, parsed);
+        }
+    }
+
     #[test]
     fn lists_and_tables() {
         assert_eq!(tg("- one\n1. two"), "\\- one\n1\\. two");

@@ -23,8 +23,9 @@ use crate::platform::ws;
 
 const CONNECT_DEADLINE: Duration = Duration::from_secs(30);
 const HELLO_DEADLINE: Duration = Duration::from_secs(30);
-/// Slack pings every few seconds; silence this long means the connection is dead.
-const SILENCE_LIMIT: Duration = Duration::from_secs(120);
+/// We ping this often; Slack's pong (or anything else) must come within `SILENCE_LIMIT`.
+const PING_EVERY: Duration = Duration::from_secs(20);
+const SILENCE_LIMIT: Duration = Duration::from_secs(60);
 
 pub(crate) enum End {
     Shutdown,
@@ -58,9 +59,11 @@ pub(crate) async fn connect(
     };
     let mut greeted = false;
     let hello_by = tokio::time::Instant::now() + HELLO_DEADLINE;
+    let mut heard = tokio::time::Instant::now();
+    let mut next_ping = heard + PING_EVERY;
     loop {
         let deadline = if greeted {
-            tokio::time::Instant::now() + SILENCE_LIMIT
+            heard + SILENCE_LIMIT
         } else {
             hello_by
         };
@@ -72,8 +75,16 @@ pub(crate) async fn connect(
             _ = tokio::time::sleep_until(deadline) => {
                 return End::Lost(if greeted { "no traffic from Slack".into() } else { "no hello from Slack".into() });
             }
+            _ = tokio::time::sleep_until(next_ping) => {
+                next_ping += PING_EVERY;
+                if socket.send(WsMessage::Ping(Vec::new().into())).await.is_err() {
+                    return End::Lost("ping failed".into());
+                }
+                continue;
+            }
             f = socket.next() => f,
         };
+        heard = tokio::time::Instant::now();
         let text = match frame {
             Some(Ok(WsMessage::Text(t))) => t,
             Some(Ok(WsMessage::Close(_))) | None => {
