@@ -7,6 +7,7 @@ mod config_cmd;
 mod cron_cmd;
 mod error;
 mod gateway_cmd;
+mod gateway_service;
 mod interaction;
 mod logging;
 mod mcp_cmd;
@@ -14,6 +15,7 @@ mod memory_cmd;
 mod model_cmd;
 mod model_list;
 mod oneshot;
+mod pairing_cmd;
 mod profile_cmd;
 mod prompt_size;
 mod render;
@@ -95,5 +97,6 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         (None, Some(Command::Gateway(gateway))) => {
             runtime.block_on(gateway_cmd::run(&cli.common, gateway))
         }
+        (None, Some(Command::Pairing(pairing))) => pairing_cmd::run(&cli.common, pairing),
     }
 }

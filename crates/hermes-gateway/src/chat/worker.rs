@@ -40,7 +40,7 @@ pub struct Shared {
 /// What reaches a chat's worker.
 #[derive(Debug)]
 pub enum ChatInput {
-    Message(InboundMessage),
+    Message(Box<InboundMessage>),
     /// A press of one of the gateway's buttons.
     Button(String),
 }
@@ -131,7 +131,7 @@ impl Worker {
                     self.questions.answer_button(&data);
                 }
                 ChatInput::Message(message) => {
-                    self.on_message(message, &mut rx, &shutdown).await;
+                    self.on_message(*message, &mut rx, &shutdown).await;
                 }
             }
         }
@@ -288,6 +288,14 @@ impl Worker {
         let spec = SessionSpec {
             platform: Platform::Gateway(self.chat.platform.clone()),
             resume,
+            origin: Some(hermes_tools::ChatOrigin {
+                platform: self.chat.platform.clone(),
+                chat_id: self.chat.chat_id.clone(),
+                chat_type: self.chat.chat_type.as_str().to_string(),
+                chat_name: None,
+                thread_id: self.chat.thread_id.clone(),
+                user_id: None,
+            }),
             ..self.shared.base.clone()
         };
         let interaction = Arc::new(ChatInteraction {
@@ -370,7 +378,7 @@ impl Worker {
                                 }
                                 _ => {
                                     // Hermes's rule: a new message interrupts and is next.
-                                    queued.push(m);
+                                    queued.push(*m);
                                     questions.cancel();
                                     cancel.cancel();
                                 }
