@@ -55,6 +55,8 @@ pub enum Command {
     Mcp(crate::mcp_cmd::McpArgs),
     /// The gateway: the OpenAI-compatible API server (`run`, the default, in the foreground).
     Gateway(crate::gateway_cmd::GatewayArgs),
+    /// Command approvals: `check` prints the verdict the terminal tool would reach.
+    Approvals(crate::approvals_cmd::ApprovalsArgs),
 }
 
 #[derive(Debug, Args)]
