@@ -111,7 +111,7 @@ fn run_check(common: &CommonArgs, args: &CheckArgs) -> Result<ExitCode, CliError
 
 /// The approval gate a session of this home would have (without a judge or a user).
 fn session_gate(common: &CommonArgs) -> Result<ApprovalGate, CliError> {
-    let (home, config, env) = crate::setup::load_home(common)?;
+    let (home, config, env) = crate::session::load_home(common)?;
     let yolo = common.yolo || env.var("HERMES_YOLO_MODE").is_some_and(|v| is_truthy(&v));
     let settings = ApprovalSettings::from_config(&config, yolo)
         .map_err(|e| CliError::config(e.to_string()))?;
