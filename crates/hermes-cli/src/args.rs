@@ -63,6 +63,8 @@ pub enum Command {
     Gateway(crate::gateway_cmd::GatewayArgs),
     /// Chat users waiting for approval, and those approved: list, approve, revoke.
     Pairing(crate::pairing_cmd::PairingArgs),
+    /// Command approvals: `check` prints the verdict the terminal tool would reach.
+    Approvals(crate::approvals_cmd::ApprovalsArgs),
 }
 
 #[derive(Debug, Args)]

@@ -5,9 +5,10 @@
 //! is the [`PromptSurface`]'s business (the REPL draws them in its skin and reads through its
 //! line editor, so there is only ever one reader of the terminal). `/yolo` switches the terminal
 //! to approving without asking (hardline commands never get here). `Unattended` is for
-//! one-shot runs: like the Python Hermes it approves flagged commands and says so on stderr,
-//! and it has nobody to answer questions (it lives in hermes-runtime, with the sessions that
-//! use it).
+//! one-shot runs: it has nobody to answer questions, and flagged commands reach it only when
+//! `approvals.non_interactive: approve` (the default, deny, refuses them in the gate first):
+//! then it approves them and says so on stderr, like the Python Hermes (it lives in
+//! hermes-runtime, with the sessions that use it).
 
 use std::sync::Arc;
 use std::sync::Mutex;

@@ -2,7 +2,8 @@
 //! them on stderr as it always spoke, `hermes: MESSAGE`. `-v` adds what Hermes does (info),
 //! `-vv` debugging detail; `HERMES_LOG` (an env-filter such as `debug` or `hermes_llm=trace`)
 //! chooses precisely and wins over `-v`. Anything below warning level names its level and
-//! source, so it is never mistaken for an answer or a warning.
+//! source, so it is never mistaken for an answer or a warning. Messages pass through the terminal
+//! sanitizer like model text.
 
 use std::fmt;
 
@@ -69,7 +70,11 @@ where
         if *meta.level() > Level::WARN {
             write!(writer, "[{} {}] ", meta.level(), meta.target())?;
         }
-        ctx.field_format().format_fields(writer.by_ref(), event)?;
-        writeln!(writer)
+        // Warnings may quote a provider's or an MCP server's text: no control sequence of
+        // theirs reaches the terminal.
+        let mut fields = String::new();
+        ctx.field_format()
+            .format_fields(Writer::new(&mut fields), event)?;
+        writeln!(writer, "{}", hermes_tools::output::terminal_safe(&fields))
     }
 }

@@ -1,6 +1,7 @@
 //! The `hermes` binary. Parses the command line, then hands over to one mode: one-shot
 //! (`-z`, `chat -q`) or the interactive chat. `--version` answers before any runtime starts.
 
+mod approvals_cmd;
 mod args;
 mod compress_cmd;
 mod config_cmd;
@@ -37,12 +38,18 @@ use args::{Cli, Command};
 use error::CliError;
 
 fn main() -> ExitCode {
+    // Commands the agent runs cannot read this process's environment or memory.
+    hermes_tools::secrets::protect_process_environment();
     let cli = Cli::parse();
     logging::init(cli.verbose);
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("hermes: {}", e.message);
+            // May quote a provider's error body.
+            eprintln!(
+                "hermes: {}",
+                hermes_tools::output::terminal_safe(&e.message)
+            );
             ExitCode::from(e.code)
         }
     }
@@ -98,5 +105,6 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             runtime.block_on(gateway_cmd::run(&cli.common, gateway))
         }
         (None, Some(Command::Pairing(pairing))) => pairing_cmd::run(&cli.common, pairing),
+        (None, Some(Command::Approvals(approvals))) => approvals_cmd::run(&cli.common, approvals),
     }
 }

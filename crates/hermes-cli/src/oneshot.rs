@@ -2,6 +2,7 @@
 //! `hermes chat -q PROMPT` streams it with tool progress. Both exit non-zero with a one-line
 //! reason on stderr when the turn fails, and 130 when interrupted.
 
+use hermes_tools::output::terminal_safe;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -46,13 +47,13 @@ pub async fn run(args: &CommonArgs, prompt: &str, style: Style) -> Result<ExitCo
         TurnEnd::Failed(failure) => Err(CliError::runtime(failure.message)),
         TurnEnd::Completed => {
             if !streamed {
-                println!("{}", report.final_text);
+                println!("{}", terminal_safe(&report.final_text));
             }
             Ok(ExitCode::SUCCESS)
         }
         TurnEnd::BudgetExhausted => {
             if !streamed {
-                println!("{}", report.final_text);
+                println!("{}", terminal_safe(&report.final_text));
             }
             eprintln!(
                 "hermes: stopped after {} model calls (agent.max_turns); the answer above is the model's wrap-up",

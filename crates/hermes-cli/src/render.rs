@@ -1,7 +1,11 @@
 //! Turning agent events into terminal output. [`StreamRenderer`] writes the answer as it
 //! streams plus one line per finished tool call; [`ProgressRenderer`] (one-shot mode) keeps
-//! stdout for the final answer and reports tools and retries on stderr.
+//! stdout for the final answer and reports tools and retries on stderr. Everything that came
+//! from the model or a provider (answer text, tool names and previews, notices) passes
+//! through `hermes_tools::output`'s terminal sanitizer first: no control sequence of theirs
+//! reaches the terminal.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
@@ -9,14 +13,27 @@ use std::time::Duration;
 
 use hermes_core::EventSink;
 use hermes_protocol::AgentEvent;
+use hermes_tools::output::{TerminalSanitizer, terminal_safe};
 
-/// One line for a finished tool call: `  ✓ terminal  echo hello  (0.12s)`.
+/// Model- or provider-provided text as one safe display line: control sequences removed,
+/// line breaks turned into spaces.
+pub fn one_line(text: &str) -> Cow<'_, str> {
+    let safe = terminal_safe(text);
+    if safe.contains(['\n', '\t']) {
+        Cow::Owned(safe.replace(['\n', '\t'], " "))
+    } else {
+        safe
+    }
+}
+
+/// One line for a finished tool call: `  ✓ terminal  echo hello  (0.12s)`. The name and
+/// preview come from the model: they are made safe here.
 pub fn tool_line(name: &str, preview: &str, duration: Duration, ok: bool) -> String {
     let mark = if ok { "✓" } else { "✗" };
-    let mut line = format!("  {mark} {name}");
+    let mut line = format!("  {mark} {}", one_line(name));
     if !preview.is_empty() {
         line.push_str("  ");
-        line.push_str(preview);
+        line.push_str(&one_line(preview));
     }
     line.push_str(&format!("  ({:.2}s)", duration.as_secs_f64()));
     line
@@ -97,7 +114,7 @@ impl EventSink for ProgressRenderer {
                     eprintln!("{}", tool_line(&name, &preview, duration, ok));
                 }
             }
-            AgentEvent::Status(text) => eprintln!("hermes: {text}"),
+            AgentEvent::Status(text) => eprintln!("hermes: {}", terminal_safe(&text)),
             _ => {}
         }
     }
@@ -113,6 +130,8 @@ struct StreamState {
     /// The cursor is not at the start of a line.
     mid_line: bool,
     previews: Previews,
+    /// The answer's control sequences may span deltas.
+    answer: TerminalSanitizer,
 }
 
 impl StreamRenderer {
@@ -124,11 +143,12 @@ impl StreamRenderer {
 
     /// Ends the current line if text is pending (call after a turn).
     pub fn finish_turn(&self) {
-        if let Ok(mut st) = self.state.lock()
-            && st.mid_line
-        {
-            println!();
-            st.mid_line = false;
+        if let Ok(mut st) = self.state.lock() {
+            st.answer.finish();
+            if st.mid_line {
+                println!();
+                st.mid_line = false;
+            }
         }
     }
 }
@@ -148,6 +168,10 @@ impl EventSink for StreamRenderer {
         };
         match event {
             AgentEvent::TextDelta(t) => {
+                let t = st.answer.push(&t);
+                if t.is_empty() {
+                    return;
+                }
                 let _ = out.write_all(t.as_bytes());
                 let _ = out.flush();
                 st.mid_line = !t.ends_with('\n');
@@ -164,7 +188,7 @@ impl EventSink for StreamRenderer {
                 let preview = st.previews.finished(&call_id);
                 line(&mut st, &tool_line(&name, &preview, duration, ok));
             }
-            AgentEvent::Status(text) => line(&mut st, &format!("  · {text}")),
+            AgentEvent::Status(text) => line(&mut st, &format!("  · {}", terminal_safe(&text))),
             _ => {}
         }
     }
@@ -194,6 +218,20 @@ mod tests {
             usage_line(&t),
             "usage: 1 call · 12,345 in · 678 out · $0.0123"
         );
+    }
+
+    #[test]
+    fn model_text_cannot_drive_the_terminal() {
+        assert_eq!(
+            tool_line(
+                "term\u{1b}]0;owned\u{7}inal",
+                "ls\u{1b}[2J\nrm",
+                Duration::ZERO,
+                true
+            ),
+            "  ✓ terminal  ls rm  (0.00s)"
+        );
+        assert_eq!(one_line("a\u{1b}]52;c;QQ==\u{7}\tb"), "a b");
     }
 
     #[test]

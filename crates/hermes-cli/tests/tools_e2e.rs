@@ -303,13 +303,32 @@ fn the_user_denies_a_dangerous_command_and_approves_always_another() {
 }
 
 #[test]
-fn oneshot_auto_approves_and_says_so_but_hardline_is_refused_even_with_yolo() {
+fn oneshot_refuses_flagged_commands_unless_configured_to_approve_and_hardline_always() {
+    // The default unattended policy: nobody can approve, so a flagged command is refused.
+    let server = MockServer::start(Script::new(vec![
+        Turn::tool("terminal", json!({"command": "rm -rf build"})),
+        Turn::text("done"),
+    ]));
+    let home = home_with(&server, "");
+    std::fs::create_dir_all(home.workdir().join("build")).unwrap();
+    let o = oneshot(&home, "go", &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(home.workdir().join("build").exists());
+    let refused = tool_result(&server.chat_requests()[1], "call_0_0");
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("needs the user's approval (recursive delete)"),
+        "{refused}"
+    );
+
     let server = MockServer::start(Script::new(vec![
         Turn::tool("terminal", json!({"command": "rm -rf build"})),
         Turn::tool("terminal", json!({"command": "rm -rf $HOME"})),
         Turn::text("done"),
     ]));
-    let home = home_with(&server, "");
+    let home = home_with(&server, "approvals:\n  non_interactive: approve\n");
     std::fs::create_dir_all(home.workdir().join("build")).unwrap();
     std::fs::write(home.fake_home().join("keep.txt"), "x").unwrap();
     let o = oneshot(&home, "go", &[]);
@@ -471,7 +490,10 @@ fn secrets_stay_out_of_commands_results_and_protected_files() {
     assert!(!read.to_string().contains("tok-dotenv"), "{read}");
     let wrote = tool_result(&reqs[2], "call_1_0");
     assert!(
-        wrote["error"].as_str().unwrap().contains("Hermes secrets"),
+        wrote["error"]
+            .as_str()
+            .unwrap()
+            .contains("Hermes config, .env or active profile"),
         "{wrote}"
     );
     let raw: String = server

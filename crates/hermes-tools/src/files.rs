@@ -1,6 +1,12 @@
 //! File tools: `read_file` (numbered lines, paging, caps, binary refusal) and `write_file`
-//! (parents created, atomic replace), both refusing protected credential paths. Blocking
-//! filesystem work runs on tokio's blocking pool.
+//! (parents created, atomic replace), both refusing protected credential paths. Reads open
+//! the file first and check what was opened ([`crate::protect::ProtectedPaths::open_read`]:
+//! regular files only, so a FIFO or device fails at once, no hard links to keys) and stream it
+//! with a cap per line, so memory stays bounded whatever the file (a 1 GiB single line read
+//! with `limit: 1` keeps 8 KiB). Writes to guarded paths (the Hermes config and `.env`, shell
+//! start-up files, `~/.ssh`, schedulers) need approval through the session's gate; the file
+//! is then written relative to the directory actually opened, so a symlink swapped in after
+//! the approval cannot redirect it. Blocking filesystem work runs on tokio's blocking pool.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -19,6 +25,9 @@ const MAX_CONTENT_CHARS: usize = 100_000;
 const MAX_LINE_CHARS: usize = 2000;
 /// Bytes sniffed for NUL to decide a file is binary.
 const SNIFF_BYTES: usize = 8192;
+/// Bytes of one line kept in memory (enough for [`MAX_LINE_CHARS`] characters of any width);
+/// the rest of a longer line is read and dropped.
+const MAX_LINE_BYTES: usize = MAX_LINE_CHARS * 4;
 
 fn parse_args<T: serde::de::DeserializeOwned>(args: Value) -> Result<T, ToolError> {
     serde_json::from_value(args).map_err(|e| ToolError::new(format!("invalid arguments: {e}")))
@@ -79,26 +88,21 @@ impl Tool for ReadFileTool {
     async fn call(&self, args: Value, ctx: &ToolContext) -> ToolResult {
         let args: ReadArgs = parse_args(args)?;
         let path = paths::resolve(&ctx.cwd, &args.path);
-        ctx.protected.check_read(&path)?;
         let offset = args.offset.unwrap_or(1).max(1);
         let limit = args.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
-        blocking(move || read_lines(&path, offset, limit)).await
+        let protected = ctx.protected.clone();
+        blocking(move || read_lines(&protected, &path, offset, limit)).await
     }
 }
 
-fn read_lines(path: &Path, offset: usize, limit: usize) -> ToolResult {
+fn read_lines(
+    protected: &crate::protect::ProtectedPaths,
+    path: &Path,
+    offset: usize,
+    limit: usize,
+) -> ToolResult {
     let shown = path.display();
-    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => ToolError::new(format!("file not found: {shown}")),
-        _ => ToolError::new(format!("cannot read {shown}: {e}")),
-    })?;
-    if meta.is_dir() {
-        return Err(ToolError::new(format!(
-            "{shown} is a directory; list it with the terminal (ls) or search_files"
-        )));
-    }
-    let mut file = std::fs::File::open(path)
-        .map_err(|e| ToolError::new(format!("cannot read {shown}: {e}")))?;
+    let (mut file, meta) = protected.open_read(path)?;
     let mut head = vec![0u8; SNIFF_BYTES];
     let n = read_up_to(&mut file, &mut head)
         .map_err(|e| ToolError::new(format!("cannot read {shown}: {e}")))?;
@@ -109,14 +113,16 @@ fn read_lines(path: &Path, offset: usize, limit: usize) -> ToolResult {
             meta.len()
         )));
     }
-    let reader = BufReader::new(std::io::Cursor::new(head).chain(file));
+    let mut reader = BufReader::with_capacity(64 * 1024, std::io::Cursor::new(head).chain(file));
     let mut content = String::new();
     let mut total_lines = 0usize;
     let mut next_offset = None;
-    for (i, line) in reader.split(b'\n').enumerate() {
-        let line = line.map_err(|e| ToolError::new(format!("cannot read {shown}: {e}")))?;
-        total_lines = i + 1;
-        let number = i + 1;
+    let mut line = Vec::with_capacity(256);
+    while let Some(cut) = read_capped_line(&mut reader, &mut line, MAX_LINE_BYTES)
+        .map_err(|e| ToolError::new(format!("cannot read {shown}: {e}")))?
+    {
+        total_lines += 1;
+        let number = total_lines;
         if number < offset || number >= offset + limit || next_offset.is_some() {
             if number >= offset + limit && next_offset.is_none() {
                 next_offset = Some(number);
@@ -125,7 +131,10 @@ fn read_lines(path: &Path, offset: usize, limit: usize) -> ToolResult {
         }
         let text = String::from_utf8_lossy(&line);
         let text = text.strip_suffix('\r').unwrap_or(&text);
-        let rendered = cap_line(text);
+        let mut rendered = cap_line(text);
+        if cut && !rendered.ends_with("[line truncated]") {
+            rendered = format!("{rendered}… [line truncated]").into();
+        }
         if content.len() + rendered.len() > MAX_CONTENT_CHARS && !content.is_empty() {
             next_offset = Some(number);
             continue;
@@ -152,6 +161,39 @@ fn read_lines(path: &Path, offset: usize, limit: usize) -> ToolResult {
         ));
     }
     Ok(result)
+}
+
+/// Reads the next line into `line` (without its newline), keeping at most `cap` bytes and
+/// dropping the rest. `None` at the end of the input; `Some(true)` when the line was cut.
+fn read_capped_line(
+    reader: &mut impl BufRead,
+    line: &mut Vec<u8>,
+    cap: usize,
+) -> std::io::Result<Option<bool>> {
+    line.clear();
+    let mut cut = false;
+    let mut any = false;
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(any.then_some(cut));
+        }
+        any = true;
+        let (chunk, done) = match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => (&buf[..i], Some(i + 1)),
+            None => (buf, None),
+        };
+        let room = cap.saturating_sub(line.len());
+        if chunk.len() > room {
+            cut = true;
+        }
+        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        let used = done.unwrap_or(buf.len());
+        reader.consume(used);
+        if done.is_some() {
+            return Ok(Some(cut));
+        }
+    }
 }
 
 fn read_up_to(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -214,21 +256,82 @@ impl Tool for WriteFileTool {
         let args: WriteArgs = parse_args(args)?;
         let path = paths::resolve(&ctx.cwd, &args.path);
         ctx.protected.check_write(&path)?;
-        blocking(move || {
+        let guard = ctx.protected.guarded_write(&path);
+        let note = match guard {
+            Some(g) => {
+                ctx.approvals
+                    .check_write(
+                        g,
+                        "write_file",
+                        &path,
+                        ctx.interaction.as_ref(),
+                        &ctx.cancel,
+                    )
+                    .await?
+            }
+            None => None,
+        };
+        let protected = ctx.protected.clone();
+        let mut result = blocking(move || {
             if path.is_dir() {
                 return Err(ToolError::new(format!("{} is a directory", path.display())));
             }
             let created = !path.exists();
-            hermes_config::atomic_write(&path, args.content.as_bytes())
-                .map_err(|e| ToolError::new(format!("cannot write {}: {e}", path.display())))?;
+            write_checked(&protected, &path, args.content.as_bytes(), guard)?;
             Ok(json!({
                 "path": path.display().to_string(),
                 "bytes_written": args.content.len(),
                 "created": created,
             }))
         })
-        .await
+        .await?;
+        if let Some(n) = note {
+            result["approval_note"] = json!(n);
+        }
+        Ok(result)
     }
+}
+
+/// Writes `data` to `path` atomically, checking the directory actually opened: the path must
+/// still be writable there, and guarded only as `approved` (what the user approved).
+pub(crate) fn write_checked(
+    protected: &crate::protect::ProtectedPaths,
+    path: &Path,
+    data: &[u8],
+    approved: Option<crate::protect::GuardedWrite>,
+) -> Result<(), ToolError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let shown = path.display();
+    let fail = |e: std::io::Error| ToolError::new(format!("cannot write {shown}: {e}"));
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(ToolError::new(format!(
+            "cannot write {shown}: not a file path"
+        )));
+    };
+    std::fs::create_dir_all(parent).map_err(fail)?;
+    let dir = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY)
+        .open(parent)
+        .map_err(fail)?;
+    let Some(real_dir) = crate::protect::fd_path(&dir) else {
+        // No /proc: the path checks already done are what there is.
+        return hermes_config::atomic_write(path, data).map_err(fail);
+    };
+    let target = real_dir.join(name);
+    protected.check_write(&target)?;
+    if protected
+        .guarded_write(&target)
+        .is_some_and(|g| Some(g) != approved)
+    {
+        return Err(ToolError::new(format!(
+            "not written: {shown} now resolves to {}, which needs its own approval; try again",
+            target.display()
+        )));
+    }
+    use std::os::fd::AsRawFd;
+    let via_fd = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd())).join(name);
+    hermes_config::atomic_write(&via_fd, data).map_err(fail)
 }
 
 #[cfg(test)]
@@ -309,6 +412,94 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(out["content"], "1|ok \u{fffd}\u{fffd} end");
+    }
+
+    #[tokio::test]
+    async fn fifos_devices_and_hard_links_to_keys_fail_at_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        std::fs::write(home.join(".ssh/id_rsa"), "PRIVATE KEY").unwrap();
+        std::fs::hard_link(home.join(".ssh/id_rsa"), tmp.path().join("notes.txt")).unwrap();
+        let mut c = ctx(tmp.path());
+        c.protected = std::sync::Arc::new(crate::protect::ProtectedPaths::new(
+            Some(home.clone()),
+            None,
+        ));
+        let e = ReadFileTool
+            .call(json!({"path": "notes.txt"}), &c)
+            .await
+            .unwrap_err();
+        assert!(e.0.contains("hard link"), "{e}");
+        let made = std::process::Command::new("mkfifo")
+            .arg(tmp.path().join("pipe"))
+            .status();
+        if made.is_ok_and(|s| s.success()) {
+            // Nobody writes to the FIFO: a blocking read would never return.
+            let e = tokio::time::timeout(
+                std::time::Duration::from_secs(30),
+                ReadFileTool.call(json!({"path": "pipe"}), &c),
+            )
+            .await
+            .expect("read_file blocked on a FIFO")
+            .unwrap_err();
+            assert!(e.0.contains("not a regular file (a FIFO)"), "{e}");
+        }
+        let e = ReadFileTool
+            .call(json!({"path": "/dev/zero", "limit": 1}), &c)
+            .await
+            .unwrap_err();
+        assert!(e.0.contains("character device"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn guarded_files_need_approval_and_nobody_unattended_gives_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        std::fs::create_dir_all(home.join(".hermes/profiles/work")).unwrap();
+        std::fs::write(home.join(".bashrc"), "alias ll='ls -l'\n").unwrap();
+        let mut c = ctx(tmp.path());
+        c.protected = std::sync::Arc::new(crate::protect::ProtectedPaths::new(
+            Some(home.clone()),
+            Some(home.join(".hermes")),
+        ));
+        for target in [
+            home.join(".bashrc"),
+            home.join(".hermes/profiles/work/config.yaml"),
+            home.join(".hermes/active_profile"),
+            home.join(".hermes/.env"),
+            home.join(".ssh/authorized_keys"),
+        ] {
+            let e = WriteFileTool
+                .call(
+                    json!({"path": target.to_str().unwrap(), "content": "x"}),
+                    &c,
+                )
+                .await
+                .unwrap_err();
+            assert!(e.0.contains("approvals.non_interactive: deny"), "{e}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(home.join(".bashrc")).unwrap(),
+            "alias ll='ls -l'\n"
+        );
+        assert!(!home.join(".hermes/active_profile").exists());
+        c.approvals = std::sync::Arc::new(crate::ApprovalGate::new(
+            crate::ApprovalSettings {
+                yolo: true,
+                ..Default::default()
+            },
+            Default::default(),
+            None,
+        ));
+        WriteFileTool
+            .call(
+                json!({"path": home.join(".bashrc").to_str().unwrap(), "content": "x"}),
+                &c,
+            )
+            .await
+            .unwrap();
+        assert_eq!(std::fs::read_to_string(home.join(".bashrc")).unwrap(), "x");
     }
 
     #[tokio::test]

@@ -1,5 +1,9 @@
-//! Shaping tool output for the model: head+tail truncation with a marker, ANSI escape removal,
-//! and short previews of arguments for progress lines.
+//! Shaping text: head+tail truncation with a marker, ANSI escape removal for tool output,
+//! short previews of arguments for progress lines, and [`TerminalSanitizer`] /
+//! [`terminal_safe`]: the one function through which model-provided text (answers, reasoning,
+//! tool names and previews, tool output) passes before it reaches a terminal, so it can never
+//! carry control sequences (OSC 52 clipboard writes, titles, cursor moves, clears, device
+//! strings, raw escapes, C1 controls, bell, backspace and carriage-return overwrites).
 
 use serde_json::Value;
 
@@ -72,6 +76,136 @@ pub fn strip_ansi(text: &str) -> String {
     out
 }
 
+/// What the sanitizer is in the middle of.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Seq {
+    #[default]
+    Text,
+    /// After ESC.
+    Esc,
+    /// ESC followed by intermediate bytes (`ESC ( B`): up to the final byte.
+    EscIntermediate,
+    /// CSI: parameters up to a final byte.
+    Csi,
+    /// OSC, DCS, SOS, PM, APC: a string up to BEL (OSC only) or ST (`ESC \`, U+009C).
+    Str { osc: bool, saw_esc: bool },
+}
+
+/// Longest control sequence swallowed before giving up on it (a sequence that never ends
+/// must not hide the rest of a long answer).
+const MAX_SEQUENCE_CHARS: usize = 4096;
+
+/// Removes terminal control sequences from streamed text. Pieces may split a sequence
+/// anywhere: the state carries over, so `ESC ]52;c;` in one delta and its payload in the next
+/// are both dropped. Newlines and tabs are kept; everything else below U+0020, DEL and the C1
+/// controls (U+0080..U+009F) go.
+#[derive(Debug, Clone, Default)]
+pub struct TerminalSanitizer {
+    seq: Seq,
+    seq_len: usize,
+}
+
+impl TerminalSanitizer {
+    pub fn new() -> TerminalSanitizer {
+        TerminalSanitizer::default()
+    }
+
+    /// The displayable part of `text`, given what came before.
+    pub fn push(&mut self, text: &str) -> String {
+        let mut out = String::with_capacity(text.len());
+        for c in text.chars() {
+            self.feed(c, &mut out);
+        }
+        out
+    }
+
+    /// The stream ended: an unfinished sequence is dropped.
+    pub fn finish(&mut self) {
+        self.seq = Seq::Text;
+        self.seq_len = 0;
+    }
+
+    fn enter(&mut self, seq: Seq) {
+        self.seq = seq;
+        self.seq_len = 0;
+    }
+
+    fn feed(&mut self, c: char, out: &mut String) {
+        if self.seq != Seq::Text {
+            self.seq_len += 1;
+            if self.seq_len > MAX_SEQUENCE_CHARS {
+                self.enter(Seq::Text);
+            }
+        }
+        match self.seq {
+            Seq::Text => match c {
+                '\n' | '\t' => out.push(c),
+                '\u{1b}' => self.enter(Seq::Esc),
+                '\u{9b}' => self.enter(Seq::Csi),
+                '\u{9d}' => self.enter(Seq::Str {
+                    osc: true,
+                    saw_esc: false,
+                }),
+                '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => self.enter(Seq::Str {
+                    osc: false,
+                    saw_esc: false,
+                }),
+                c if c.is_control() => {}
+                c => out.push(c),
+            },
+            Seq::Esc => match c {
+                '[' => self.enter(Seq::Csi),
+                ']' => self.enter(Seq::Str {
+                    osc: true,
+                    saw_esc: false,
+                }),
+                'P' | 'X' | '^' | '_' => self.enter(Seq::Str {
+                    osc: false,
+                    saw_esc: false,
+                }),
+                '\u{20}'..='\u{2f}' => self.enter(Seq::EscIntermediate),
+                '\u{1b}' => self.enter(Seq::Esc),
+                // A two-character sequence (ESC c, ESC 7, ESC M, ...), or a stray ESC.
+                _ => self.enter(Seq::Text),
+            },
+            Seq::EscIntermediate => {
+                if !('\u{20}'..='\u{2f}').contains(&c) {
+                    self.enter(Seq::Text);
+                }
+            }
+            Seq::Csi => {
+                if ('\u{40}'..='\u{7e}').contains(&c) || !('\u{20}'..='\u{3f}').contains(&c) {
+                    self.enter(Seq::Text);
+                }
+            }
+            Seq::Str { osc, saw_esc } => match c {
+                '\\' if saw_esc => self.enter(Seq::Text),
+                '\u{9c}' => self.enter(Seq::Text),
+                '\u{7}' if osc => self.enter(Seq::Text),
+                '\u{1b}' => self.seq = Seq::Str { osc, saw_esc: true },
+                _ => {
+                    self.seq = Seq::Str {
+                        osc,
+                        saw_esc: false,
+                    }
+                }
+            },
+        }
+    }
+}
+
+/// `text` without terminal control sequences (see [`TerminalSanitizer`]); borrowed when there
+/// is nothing to remove.
+pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+    {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    std::borrow::Cow::Owned(TerminalSanitizer::new().push(text))
+}
+
 /// The first string argument (or the whole argument object), shortened for one display line.
 pub fn first_string_arg(args: &Value) -> String {
     let text = match args {
@@ -119,6 +253,47 @@ mod tests {
         assert_eq!(strip_ansi("\u{1b}]0;title\u{7}x"), "x");
         assert_eq!(strip_ansi("\u{1b}(Bplain"), "plain");
         assert_eq!(strip_ansi("trailing\u{1b}"), "trailing");
+    }
+
+    #[test]
+    fn control_sequences_never_reach_the_terminal() {
+        let cases = [
+            ("a\u{1b}]52;c;SGVsbG8=\u{7}b", "ab"),
+            ("\u{1b}]0;pwned title\u{1b}\\ok", "ok"),
+            ("\u{1b}[2J\u{1b}[H\u{1b}[31mred\u{1b}[0m", "red"),
+            ("\u{1b}P1$qm\u{1b}\\x", "x"),
+            ("\u{9b}31mC1\u{9d}2;t\u{9c}!", "C1!"),
+            (
+                "bell\u{7} back\u{8}\u{8}space\rcr\r\n",
+                "bell backspacecr\n",
+            ),
+            (
+                "\u{1b}(Bcharset \u{1b}c reset \u{1b}7saved",
+                "charset  reset saved",
+            ),
+            ("tab\tnew\nline ü 中", "tab\tnew\nline ü 中"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(terminal_safe(input), want, "{input:?}");
+        }
+        assert!(matches!(
+            terminal_safe("plain"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        // Split anywhere, the same result.
+        let input = "x\u{1b}]52;c;QUJD\u{7}y\u{1b}[1;1Hz";
+        for cut in 0..input.len() {
+            if !input.is_char_boundary(cut) {
+                continue;
+            }
+            let mut s = TerminalSanitizer::new();
+            let mut got = s.push(&input[..cut]);
+            got.push_str(&s.push(&input[cut..]));
+            assert_eq!(got, "xyz", "cut at {cut}");
+        }
+        // An endless sequence gives up after a bound rather than hide everything.
+        let long = format!("\u{1b}]{}end", "a".repeat(MAX_SEQUENCE_CHARS + 10));
+        assert!(terminal_safe(&long).ends_with("end"));
     }
 
     #[test]

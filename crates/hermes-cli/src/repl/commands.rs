@@ -291,7 +291,7 @@ impl Repl {
         if self.view.look() == Look::Raw {
             return self.note("(/clear only clears a terminal screen)");
         }
-        self.view.print("\x1b[2J\x1b[3J\x1b[H");
+        self.view.console().print("\x1b[2J\x1b[3J\x1b[H");
         self.print_banner();
     }
 
@@ -306,7 +306,8 @@ impl Repl {
             match m.role {
                 Role::User => {
                     lines.push(Vec::new());
-                    for (i, l) in m.content.lines().enumerate() {
+                    let content = hermes_tools::output::terminal_safe(&m.content);
+                    for (i, l) in content.lines().enumerate() {
                         let lead = if i == 0 {
                             format!("{symbol} ")
                         } else {
@@ -319,7 +320,9 @@ impl Repl {
                     }
                 }
                 Role::Assistant => {
-                    let text: Vec<&str> = m.content.trim().lines().collect();
+                    // Stored text may predate any filtering (a resumed or imported session).
+                    let content = hermes_tools::output::terminal_safe(&m.content);
+                    let text: Vec<&str> = content.trim().lines().collect();
                     for l in text.iter().take(6) {
                         lines.push(vec![Span::plain(l.to_string())]);
                     }
@@ -334,15 +337,21 @@ impl Repl {
                         lines.push(vec![Span::new(
                             format!(
                                 "  · {}  {}",
-                                call.name,
-                                shorten_line(&first_string_arg(&args), 80)
+                                crate::render::one_line(&call.name),
+                                crate::render::one_line(&shorten_line(
+                                    &first_string_arg(&args),
+                                    80
+                                ))
                             ),
                             theme.dim(),
                         )]);
                     }
                 }
                 Role::Tool if m.content.starts_with("{\"error\"") => lines.push(vec![Span::new(
-                    format!("    ✗ {}", shorten_line(&m.content, 100)),
+                    format!(
+                        "    ✗ {}",
+                        crate::render::one_line(&shorten_line(&m.content, 100))
+                    ),
                     theme.error(),
                 )]),
                 Role::Tool | Role::System => {}

@@ -276,7 +276,10 @@ impl Repl {
                 self.note("  · interrupted");
                 self.armed_exit = self.interactive;
             }
-            TurnEnd::Failed(failure) => eprintln!("hermes: {}", failure.message),
+            TurnEnd::Failed(failure) => eprintln!(
+                "hermes: {}",
+                hermes_tools::output::terminal_safe(&failure.message)
+            ),
             TurnEnd::BudgetExhausted => self.note(&format!(
                 "  · stopped after {} model calls (agent.max_turns); the answer above is the model's wrap-up",
                 result.api_calls

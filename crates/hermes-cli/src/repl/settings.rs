@@ -304,6 +304,10 @@ impl Repl {
             "off"
         };
         self.say(&format!("YOLO: {yolo}"));
+        self.say(&format!(
+            "Unattended runs (-z, cron jobs, the API server): {} what needs approval (approvals.non_interactive)",
+            s.non_interactive.as_str()
+        ));
         let list = |v: &[String]| {
             if v.is_empty() {
                 "none".to_string()

@@ -3,13 +3,19 @@
 //! dimmed when `/reasoning` is on, a spinner runs while the model or a tool is busy, every tool
 //! call gets one progress line (with arguments and result under it when `/verbose` is on), and
 //! notices appear as dimmed lines. When stdout is not a terminal the answer passes through
-//! verbatim and tools get the compact one-line form, as in `chat -q`.
+//! verbatim and tools get the compact one-line form, as in `chat -q`. Every event's text is
+//! passed through the terminal sanitizer as it arrives ([`LiveView::emit`]): the model's
+//! answer, reasoning, tool names, previews, arguments and results never carry control
+//! sequences to the terminal; only the styles drawn here are emitted.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use hermes_core::EventSink;
 use hermes_protocol::{AgentEvent, Message, Role};
+use hermes_tools::output::{TerminalSanitizer, terminal_safe};
+
+use crate::render::one_line;
 
 use super::console::{Activity, Console, terminal_width};
 use super::markdown::MarkdownStream;
@@ -74,6 +80,9 @@ struct State {
     running: Vec<String>,
     /// A fixed width (tests); else the terminal's, asked per line.
     width: Option<usize>,
+    /// Control sequences of the streamed answer and reasoning may span deltas.
+    answer_guard: TerminalSanitizer,
+    reasoning_guard: TerminalSanitizer,
 }
 
 pub struct LiveView {
@@ -98,6 +107,8 @@ impl LiveView {
                 calls: HashMap::new(),
                 running: Vec::new(),
                 width: None,
+                answer_guard: TerminalSanitizer::new(),
+                reasoning_guard: TerminalSanitizer::new(),
             }),
         }
     }
@@ -158,9 +169,11 @@ impl LiveView {
         self.console.print(&theme.paint_lines(lines));
     }
 
-    /// Prints text as is (it should end with a newline).
+    /// Prints plain text (it should end with a newline), without any control sequence: what
+    /// goes through here may quote the model (a recap, a prompt). Styled output goes through
+    /// [`LiveView::print_lines`].
     pub fn print(&self, text: &str) {
-        self.console.print(text);
+        self.console.print(&terminal_safe(text));
     }
 
     /// Draws everything still pending (a partial answer line, a table) and stops the
@@ -181,6 +194,8 @@ impl LiveView {
             st.labelled = false;
             st.calls.clear();
             st.running.clear();
+            st.answer_guard.finish();
+            st.reasoning_guard.finish();
         }
     }
 
@@ -415,24 +430,52 @@ impl EventSink for LiveView {
             AgentEvent::ModelCallStarted { .. } if self.look == Look::Rich => {
                 self.console.spin(Activity::Waiting);
             }
-            AgentEvent::TextDelta(t) => self.text(&mut st, &t),
-            AgentEvent::ReasoningDelta(t) => self.reasoning(&mut st, &t),
+            AgentEvent::TextDelta(t) => {
+                let t = st.answer_guard.push(&t);
+                if !t.is_empty() {
+                    self.text(&mut st, &t);
+                }
+            }
+            AgentEvent::ReasoningDelta(t) => {
+                let t = st.reasoning_guard.push(&t);
+                if !t.is_empty() {
+                    self.reasoning(&mut st, &t);
+                }
+            }
             AgentEvent::ToolStarted {
                 call_id,
                 name,
                 preview,
-            } => self.tool_started(&mut st, call_id, name, preview),
+            } => self.tool_started(
+                &mut st,
+                call_id,
+                one_line(&name).into_owned(),
+                one_line(&preview).into_owned(),
+            ),
             AgentEvent::ToolFinished {
                 call_id,
                 name,
                 duration,
                 ok,
-            } => self.tool_finished(&mut st, &call_id, &name, duration, ok),
-            AgentEvent::MessageAdded(m) => self.message_added(&mut st, &m),
-            AgentEvent::Status(text) => self.status(&mut st, &text),
+            } => self.tool_finished(&mut st, &call_id, &one_line(&name), duration, ok),
+            AgentEvent::MessageAdded(m) => self.message_added(&mut st, &safe_message(&m)),
+            AgentEvent::Status(text) => self.status(&mut st, &terminal_safe(&text)),
             _ => {}
         }
     }
+}
+
+/// The parts of a message that may be drawn (content, tool names and arguments), without
+/// control sequences.
+fn safe_message(m: &Message) -> Message {
+    let mut m = m.clone();
+    m.content = terminal_safe(&m.content).into_owned();
+    m.name = m.name.as_deref().map(|n| one_line(n).into_owned());
+    for call in &mut m.tool_calls {
+        call.name = one_line(&call.name).into_owned();
+        call.arguments = terminal_safe(&call.arguments).into_owned();
+    }
+    m
 }
 
 /// What the spinner says while a tool runs: `💻 terminal: echo hi`.

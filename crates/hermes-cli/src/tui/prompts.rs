@@ -2,11 +2,13 @@
 //! [`Interaction`](crate::interaction::Terminal) draws them on: it settles the live output
 //! (pending text drawn, spinner stopped), draws the prompt in the skin's style, reads the answer
 //! through the REPL's own input (the line editor on a terminal), and restarts the spinner.
-//! Ctrl-C at a prompt answers nothing and stops the running turn.
+//! Ctrl-C at a prompt answers nothing and stops the running turn. The command, question and
+//! choices come from the model: they are drawn without any control sequence of theirs.
 
 use std::sync::{Arc, Mutex};
 
 use hermes_tools::ApprovalRequest;
+use hermes_tools::output::terminal_safe;
 use tokio_util::sync::CancellationToken;
 
 use super::input::{Input, Read};
@@ -197,6 +199,35 @@ impl ReplPrompts {
     }
 
     fn draw(&self, prompt: &Prompt<'_>) {
+        let request;
+        let question;
+        let choices: Vec<String>;
+        let prompt = match *prompt {
+            Prompt::Approval(r) => {
+                request = ApprovalRequest {
+                    command: terminal_safe(&r.command).into_owned(),
+                    description: crate::render::one_line(&r.description).into_owned(),
+                    ..r.clone()
+                };
+                Prompt::Approval(&request)
+            }
+            Prompt::Clarify {
+                question: q,
+                choices: c,
+            } => {
+                question = terminal_safe(q).into_owned();
+                choices = c
+                    .iter()
+                    .map(|x| crate::render::one_line(x).into_owned())
+                    .collect();
+                Prompt::Clarify {
+                    question: &question,
+                    choices: &choices,
+                }
+            }
+            Prompt::OtherAnswer => Prompt::OtherAnswer,
+        };
+        let prompt = &prompt;
         if self.view.look() == Look::Raw {
             let text = match prompt {
                 Prompt::Approval(r) => plain_approval(r),
@@ -246,6 +277,7 @@ impl PromptSurface for ReplPrompts {
     }
 
     fn tell(&self, text: &str) {
+        let text = terminal_safe(text);
         if self.view.look() == Look::Raw {
             self.view.print(&format!("{text}\n"));
         } else {

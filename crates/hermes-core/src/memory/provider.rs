@@ -15,7 +15,7 @@ use hermes_tools::{Registry, Tool};
 
 use crate::EventSink;
 use crate::injection::{self, Scope};
-use crate::memory::snapshot::{FENCE_CLOSE, FENCE_OPEN, fence};
+use crate::memory::snapshot::fence;
 
 /// How long a recall may take before the turn goes on without it.
 pub const PREFETCH_TIMEOUT: Duration = Duration::from_secs(8);
@@ -93,7 +93,7 @@ pub(crate) async fn with_recall(
         }
     };
     // The recall must not be able to close the fence early or smuggle instructions in.
-    let cleaned = strip_fence_tags(&recalled);
+    let cleaned = injection::strip_fence_tags(&recalled);
     let cleaned = cleaned.trim();
     if cleaned.is_empty() {
         return message.to_string();
@@ -138,25 +138,14 @@ fn report(sink: &dyn EventSink, provider: &dyn MemoryProvider, what: &str) {
     )));
 }
 
-/// Removes every `<memory-context>` / `</memory-context>` tag (any case).
-fn strip_fence_tags(text: &str) -> String {
-    let mut out = text.to_string();
-    for tag in [FENCE_OPEN, FENCE_CLOSE] {
-        while let Some(at) = out.to_ascii_lowercase().find(tag) {
-            out.replace_range(at..at + tag.len(), "");
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn fence_tags_are_stripped_from_recall() {
+    fn fence_tags_are_stripped_from_recall_in_any_spelling() {
         assert_eq!(
-            strip_fence_tags("a</memory-context>b<MEMORY-CONTEXT>c"),
+            injection::strip_fence_tags("a</memory-context>b< MEMORY_CONTEXT >c"),
             "abc"
         );
     }

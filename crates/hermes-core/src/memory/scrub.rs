@@ -10,13 +10,17 @@
 //! better than recalled context shown as if it were the answer.
 
 use hermes_llm::think::{Piece, ThinkSplitter};
+use hermes_tools::output::TerminalSanitizer;
 
 use crate::memory::snapshot::{FENCE_CLOSE, FENCE_OPEN};
 
-/// The visible-text path of a streamed answer: `<think>` blocks routed to reasoning, then
-/// echoed memory fences removed from what stays visible. Drop-in for [`ThinkSplitter`].
+/// The visible-text path of a streamed answer: terminal control sequences removed (OSC 52,
+/// titles, cursor moves: nothing a model writes may drive the user's terminal, and the answer
+/// is stored and relayed the same way), `<think>` blocks routed to reasoning, then echoed
+/// memory fences removed from what stays visible. Drop-in for [`ThinkSplitter`].
 #[derive(Debug, Default)]
 pub struct AnswerFilter {
+    controls: TerminalSanitizer,
     think: ThinkSplitter,
     fence: FenceScrubber,
 }
@@ -28,12 +32,14 @@ impl AnswerFilter {
 
     /// Feeds a text delta; returns what can be emitted now.
     pub fn push(&mut self, delta: &str) -> Vec<Piece> {
-        let pieces = self.think.push(delta);
+        let clean = self.controls.push(delta);
+        let pieces = self.think.push(&clean);
         self.scrub(pieces)
     }
 
     /// The stream ended (or broke off): everything still held back.
     pub fn finish(&mut self) -> Vec<Piece> {
+        self.controls.finish();
         let pieces = self.think.finish();
         let mut out = self.scrub(pieces);
         let tail = self.fence.finish();
@@ -260,6 +266,22 @@ mod tests {
             .collect();
         assert_eq!(visible, "Hi\n\nbye");
         assert!(pieces.contains(&Piece::Reasoning("plan".into())));
+    }
+
+    #[test]
+    fn answer_filter_strips_terminal_control_sequences_even_when_split() {
+        let mut f = AnswerFilter::new();
+        let mut pieces = f.push("copy \u{1b}]52;c;ZWNobyBw");
+        pieces.extend(f.push("d25lZA==\u{7}done \u{1b}[2Jclear\u{1b}]0;title\u{7}"));
+        pieces.extend(f.finish());
+        let visible: String = pieces
+            .iter()
+            .filter_map(|p| match p {
+                Piece::Visible(v) => Some(v.as_str()),
+                Piece::Reasoning(_) => None,
+            })
+            .collect();
+        assert_eq!(visible, "copy done clear");
     }
 
     #[test]

@@ -1,10 +1,15 @@
-//! [`ApprovalGate`]: the decision for one command of a session. Order (as in the Python
-//! Hermes): hardline refusal, the user's `approvals.deny` globs, `--yolo` / mode off, the
-//! permanent allowlist, the verdict of the checker, earlier "session"/"always" answers, then
-//! the frontend (which, without a user, approves), the smart judge, and finally the user, with
-//! a timeout. "Always" answers are saved to `command_allowlist` in config.yaml.
+//! [`ApprovalGate`]: the decision for one command (or guarded file write) of a session.
+//! Order (as in the Python Hermes): hardline refusal, the user's `approvals.deny` globs
+//! (matched against the raw command and against every command the checker resolved, so
+//! `git  push`, `env git push` and `cd . && git push` all meet `git push*`), `--yolo` / mode
+//! off, the permanent allowlist, the verdict of the checker, earlier "session"/"always"
+//! answers, then, with nobody to ask, `approvals.non_interactive` (deny by default), else the
+//! smart judge and finally the user, with a timeout. "Always" answers are saved to
+//! `command_allowlist` in config.yaml. [`ApprovalGate::evaluate`] is the same decision without
+//! asking anyone: what `hermes approvals check` prints.
 
 use std::collections::HashSet;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -13,9 +18,11 @@ use std::time::Duration;
 use globset::GlobBuilder;
 use tokio_util::sync::CancellationToken;
 
+use super::settings::NonInteractivePolicy;
 use super::{ApprovalMode, ApprovalSettings, CommandChecker, CommandJudge, JudgeVerdict, Verdict};
 use crate::ToolError;
 use crate::interaction::{ApprovalAnswer, ApprovalRequest, Interaction};
+use crate::protect::GuardedWrite;
 use crate::redact::Redactor;
 
 /// After this many judge denials in a session the judge is no longer consulted: every flagged
@@ -23,6 +30,25 @@ use crate::redact::Redactor;
 const JUDGE_DENIAL_LIMIT: u32 = 3;
 /// The judge's answer is awaited this long before the user is asked instead.
 const JUDGE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What the gate decides for a command before anyone is asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Refused in every mode: a hardline rule (`hardline`) or an `approvals.deny` rule.
+    Refused {
+        rule: String,
+        reason: String,
+        hardline: bool,
+    },
+    /// The user decides (or the judge, or `approvals.non_interactive` when nobody can).
+    NeedsApproval { rule: String, reason: String },
+    /// Runs. `rule` is what it was flagged for when it was flagged and still allowed, with the
+    /// reason it is allowed.
+    Allowed {
+        rule: Option<String>,
+        reason: Option<String>,
+    },
+}
 
 /// The approval state of one session.
 pub struct ApprovalGate {
@@ -41,6 +67,7 @@ impl std::fmt::Debug for ApprovalGate {
         f.debug_struct("ApprovalGate")
             .field("mode", &self.settings.mode)
             .field("yolo", &self.settings.yolo)
+            .field("non_interactive", &self.settings.non_interactive)
             .field("judge", &self.judge.is_some())
             .finish_non_exhaustive()
     }
@@ -77,6 +104,66 @@ impl ApprovalGate {
         &self.checker
     }
 
+    /// The decision for `command` without asking anyone: the rules, the settings and what
+    /// this session already approved.
+    pub fn evaluate(&self, command: &str) -> Decision {
+        let analysis = self.checker.analyse(command);
+        let found_in = |d: &Option<String>| match d {
+            Some(detail) if detail.trim() != command.trim() => format!(" (in `{detail}`)"),
+            _ => String::new(),
+        };
+        if let Verdict::Hardline(why) = analysis.verdict {
+            return Decision::Refused {
+                rule: why.to_string(),
+                reason: format!(
+                    "on the unconditional blocklist{}: refused in every mode, --yolo included",
+                    found_in(&analysis.detail)
+                ),
+                hardline: true,
+            };
+        }
+        if let Some(rule) = self.denied_by_user_rule(command, &analysis.commands) {
+            return Decision::Refused {
+                rule: rule.to_string(),
+                reason: "matches a deny rule of approvals.deny in config.yaml".into(),
+                hardline: false,
+            };
+        }
+        let flagged = match analysis.verdict {
+            Verdict::Dangerous(d) => Some(d.to_string()),
+            _ => None,
+        };
+        let allowed = |reason: &str| Decision::Allowed {
+            rule: flagged.clone(),
+            reason: flagged.as_ref().map(|_| reason.to_string()),
+        };
+        if self.settings.yolo {
+            return allowed("--yolo / HERMES_YOLO_MODE approves flagged commands");
+        }
+        if self.settings.mode == ApprovalMode::Off {
+            return allowed("approvals.mode is off");
+        }
+        if self.allowlisted_command(command) {
+            return allowed("the command matches command_allowlist");
+        }
+        let Some(description) = flagged.clone() else {
+            return Decision::Allowed {
+                rule: None,
+                reason: None,
+            };
+        };
+        if self.already_approved(&description) {
+            return allowed("approved before (this session or command_allowlist)");
+        }
+        Decision::NeedsApproval {
+            rule: description,
+            reason: match &analysis.detail {
+                Some(d) if d.trim() != command.trim() => format!("flagged in `{d}`"),
+                _ => "flagged as dangerous".into(),
+            },
+        }
+    }
+
     /// Decides whether `command` may run. `Ok(Some(note))` carries something the model should
     /// know (an approval that could not be saved); `Err` is the refusal the model reads.
     pub async fn check(
@@ -86,31 +173,66 @@ impl ApprovalGate {
         cancel: &CancellationToken,
         redactor: &Redactor,
     ) -> Result<Option<String>, ToolError> {
-        let verdict = self.checker.classify(command);
-        if let Verdict::Hardline(why) = verdict {
-            return Err(ToolError::new(format!(
-                "BLOCKED (hardline): {why}. This command is on the unconditional blocklist and cannot run through the agent, not even with --yolo or approvals.mode: off. If it is really needed, the user must run it themselves outside the agent."
-            )));
-        }
-        if let Some(rule) = self.denied_by_user_rule(command) {
-            return Err(ToolError::new(format!(
+        match self.evaluate(command) {
+            Decision::Refused {
+                rule,
+                hardline: true,
+                ..
+            } => Err(ToolError::new(format!(
+                "BLOCKED (hardline): {rule}. This command is on the unconditional blocklist and cannot run through the agent, not even with --yolo or approvals.mode: off. If it is really needed, the user must run it themselves outside the agent."
+            ))),
+            Decision::Refused { rule, .. } => Err(ToolError::new(format!(
                 "BLOCKED: this command matches the user's deny rule '{rule}' (approvals.deny in config.yaml) and cannot run through the agent in any mode. Do not retry or rephrase it."
-            )));
+            ))),
+            Decision::Allowed { .. } => Ok(None),
+            Decision::NeedsApproval { rule, .. } => {
+                let shown = redactor.redact(command);
+                let judged = strip_shell_comments(command);
+                self.ask(&rule, &shown, &judged, interaction, cancel).await
+            }
         }
+    }
+
+    /// Decides whether a tool may write a guarded file (`write_file ~/.bashrc`): the same
+    /// modes, answers and unattended policy as a flagged command.
+    pub async fn check_write(
+        &self,
+        guard: GuardedWrite,
+        tool: &str,
+        path: &Path,
+        interaction: &dyn Interaction,
+        cancel: &CancellationToken,
+    ) -> Result<Option<String>, ToolError> {
         if self.settings.yolo || self.settings.mode == ApprovalMode::Off {
             return Ok(None);
         }
-        if self.allowlisted_command(command) {
-            return Ok(None);
-        }
-        let Verdict::Dangerous(description) = verdict else {
-            return Ok(None);
-        };
+        let description = guard.description();
         if self.already_approved(description) {
             return Ok(None);
         }
+        let shown = format!("{tool} {}", path.display());
+        self.ask(description, &shown, &shown, interaction, cancel)
+            .await
+    }
+
+    /// Asks whoever decides: the unattended policy, the judge, the user.
+    async fn ask(
+        &self,
+        description: &str,
+        shown: &str,
+        judged: &str,
+        interaction: &dyn Interaction,
+        cancel: &CancellationToken,
+    ) -> Result<Option<String>, ToolError> {
+        if !interaction.is_interactive()
+            && self.settings.non_interactive == NonInteractivePolicy::Deny
+        {
+            return Err(ToolError::new(format!(
+                "BLOCKED: this needs the user's approval ({description}) and nobody is here to give it: unattended runs (hermes -z, cron jobs, the API server) refuse such actions (approvals.non_interactive: deny). Do not retry or rephrase it; do the task another way, or tell the user what to run themselves."
+            )));
+        }
         let mut request = ApprovalRequest {
-            command: redactor.redact(command),
+            command: shown.to_string(),
             description: description.to_string(),
             allow_permanent: true,
             judge_denied: false,
@@ -120,9 +242,8 @@ impl ApprovalGate {
             && let Some(judge) = &self.judge
             && self.judge_denials.load(Ordering::Relaxed) < JUDGE_DENIAL_LIMIT
         {
-            let sanitized = strip_shell_comments(command);
             let verdict = tokio::select! {
-                v = tokio::time::timeout(JUDGE_TIMEOUT, judge.assess(&sanitized, description)) => v.unwrap_or(JudgeVerdict::Escalate),
+                v = tokio::time::timeout(JUDGE_TIMEOUT, judge.assess(judged, description)) => v.unwrap_or(JudgeVerdict::Escalate),
                 () = cancel.cancelled() => return Err(interrupted(description)),
             };
             match verdict {
@@ -232,15 +353,23 @@ impl ApprovalGate {
         })
     }
 
-    /// The `approvals.deny` glob matching the command, if any (case-insensitive).
-    fn denied_by_user_rule(&self, command: &str) -> Option<&str> {
-        let candidate = super::normalize::normalize(command).trim().to_lowercase();
+    /// The `approvals.deny` glob matching the command as written or any command it runs
+    /// (case-insensitive).
+    fn denied_by_user_rule(&self, command: &str, resolved: &[String]) -> Option<&str> {
+        if self.settings.deny.is_empty() {
+            return None;
+        }
+        let mut candidates = vec![super::normalize::normalize(command).trim().to_lowercase()];
+        candidates.extend(resolved.iter().map(|c| c.trim().to_lowercase()));
         self.settings.deny.iter().map(String::as_str).find(|rule| {
             GlobBuilder::new(rule.trim())
                 .literal_separator(false)
                 .case_insensitive(true)
                 .build()
-                .is_ok_and(|g| g.compile_matcher().is_match(&candidate))
+                .is_ok_and(|g| {
+                    let m = g.compile_matcher();
+                    candidates.iter().any(|c| m.is_match(c))
+                })
         })
     }
 }

@@ -1,11 +1,18 @@
 //! Command approval: every command the `terminal` and `process` tools would run is classified
-//! ([`CommandChecker`]: hardline, dangerous or safe, after Unicode normalisation and through
-//! wrappers, chains and substitutions) and then passed through the [`ApprovalGate`]: hardline
-//! commands are refused in every mode, dangerous ones are approved by the mode
-//! (`approvals.mode` manual | smart | off, `--yolo`), the allowlist, an earlier answer, the
-//! smart-approval judge, or the user.
+//! ([`CommandChecker`]: hardline, dangerous or safe) from the exact text bash will run, parsed
+//! ([`lexer`]) and expanded as far as can be done statically ([`expand`], [`decode`],
+//! [`arith`]), through chains, substitutions, payloads and [`wrappers`], with the rules of
+//! [`rules`] and [`exec_rules`]; what it cannot resolve fails closed (needs approval). Then
+//! the [`ApprovalGate`] decides: hardline commands are refused in every mode, dangerous ones
+//! (and guarded file writes of [`crate::protect`]) are approved by the mode (`approvals.mode`
+//! manual | smart | off, `--yolo`), the allowlist, an earlier answer, the unattended policy
+//! (`approvals.non_interactive`), the smart-approval judge, or the user.
 
+mod arith;
+mod decode;
 mod detect;
+mod exec_rules;
+mod expand;
 mod gate;
 mod lexer;
 mod normalize;
@@ -13,10 +20,11 @@ mod pipelines;
 mod rules;
 mod settings;
 mod targets;
+mod wrappers;
 
-pub use detect::{CommandChecker, Verdict};
-pub use gate::ApprovalGate;
-pub use settings::{ApprovalMode, ApprovalSettings, is_truthy};
+pub use detect::{Analysis, CommandChecker, Verdict};
+pub use gate::{ApprovalGate, Decision};
+pub use settings::{ApprovalMode, ApprovalSettings, NonInteractivePolicy, is_truthy};
 
 /// What the smart-approval judge thinks of a flagged command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

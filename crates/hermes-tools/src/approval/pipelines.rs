@@ -1,6 +1,7 @@
-//! Rules that look at more than one command: a pipeline feeding downloaded or decoded text to
-//! a shell (`curl | sh`, `base64 -d | bash`), SQL sent to a database client (`DROP TABLE`,
-//! `DELETE` without `WHERE`), `chmod +x` followed by running the file, and fork bombs.
+//! Rules that look at more than one command: which stage of a pipeline runs what it reads
+//! (`| sh`, `| python3 -`, `| source /dev/stdin`) or a file (`sh x.sh`, `./x.sh`) and which
+//! stage decodes, SQL sent to a database client (`DROP TABLE`, `DELETE` without `WHERE`),
+//! `chmod +x` followed by running the file, and fork bombs (also without a pipe).
 
 use std::sync::LazyLock;
 
@@ -50,19 +51,65 @@ fn matches(re: &LazyLock<Option<Regex>>, text: &str) -> bool {
     re.as_ref().is_some_and(|r| r.is_match(text))
 }
 
-/// `:(){ :|:& };:` and the same with any function name, outside quotes (quoted, it is data;
-/// a quoted bomb handed to `bash -c` is checked as that payload).
+/// `:(){ :|:& };:`, the same with any function name, and any function that starts itself
+/// in the background or in a pipeline (`f(){ f & f & }; f`), outside quotes (quoted, it is
+/// data; a quoted bomb handed to `bash -c` is checked as that payload).
 pub(crate) fn is_fork_bomb(text: &str) -> bool {
     let text = unquoted(text);
     if matches(&FORK_BOMB, &text) {
         return true;
     }
-    NAMED_BOMB.as_ref().is_some_and(|re| {
+    let named = NAMED_BOMB.as_ref().is_some_and(|re| {
         re.captures_iter(&text).any(|c| {
             c.get(1).map(|m| m.as_str()) == c.get(2).map(|m| m.as_str())
                 && c.get(2).map(|m| m.as_str()) == c.get(3).map(|m| m.as_str())
         })
-    })
+    });
+    named || self_spawning_function(&text)
+}
+
+static FUNCTION_DEF: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"(?:function\s+([^\s(){};&|]+)\s*(?:\(\s*\))?|([^\s(){};&|]+)\s*\(\s*\))\s*\{").ok()
+});
+
+/// A function whose body runs the function itself in the background or in a pipeline.
+fn self_spawning_function(text: &str) -> bool {
+    let Some(re) = FUNCTION_DEF.as_ref() else {
+        return false;
+    };
+    for c in re.captures_iter(text).take(64) {
+        let Some(name) = c.get(1).or_else(|| c.get(2)).map(|m| m.as_str()) else {
+            continue;
+        };
+        let Some(whole) = c.get(0) else { continue };
+        let body_start = whole.end();
+        let mut depth = 1usize;
+        let mut end = text.len();
+        for (i, ch) in text[body_start..].char_indices() {
+            match ch {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = body_start + i;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let body = super::lexer::lex(&text[body_start..end]);
+        let spawns = body.pipelines.iter().any(|p| {
+            (p.background || p.commands.len() > 1)
+                && p.commands
+                    .iter()
+                    .any(|c| c.words.first().is_some_and(|w| w.text == name))
+        });
+        if spawns {
+            return true;
+        }
+    }
+    false
 }
 
 /// `text` without its quoted parts.
@@ -91,47 +138,60 @@ fn unquoted(text: &str) -> String {
     out
 }
 
-/// Rules over the stages of one pipeline.
-pub(crate) fn check_pipeline(
-    stages: &[Invocation<'_>],
-    commands: &[SimpleCommand],
-    f: &mut Findings,
-) {
-    for (i, stage) in stages.iter().enumerate() {
-        let later_runner = || stages[i + 1..].iter().any(|s| runs_stdin(s));
-        if matches!(stage.name.as_str(), "curl" | "wget") && later_runner() {
-            f.danger("pipe remote content to shell");
-        }
-        if decodes(stage, stages.get(i.wrapping_sub(1))) && later_runner() {
-            f.danger("pipe decoded content to shell (possible command obfuscation)");
-        }
-    }
-    let sql = commands
-        .iter()
-        .flat_map(|c| &c.words)
-        .any(|w| SQL_CLIENTS.contains(&base_name(&w.text).as_str()));
-    if sql {
-        check_sql(commands, f);
-    }
-}
-
-/// A stage that runs whatever arrives on stdin (`sh`, `bash -s`, `python3 -`).
-fn runs_stdin(stage: &Invocation<'_>) -> bool {
+/// A stage that runs whatever arrives on stdin (`sh`, `bash -s`, `python3 -`, `source
+/// /dev/stdin`).
+pub(crate) fn runs_stdin(stage: &Invocation) -> bool {
     let name = stage.name.as_str();
-    let runner = STDIN_RUNNERS.contains(&name) || name.starts_with("python");
-    // `bash script.sh` or `python tool.py` read a file, not the pipe.
+    let stdin_path = |t: &str| matches!(t, "-" | "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0");
+    if matches!(name, "source" | ".") {
+        return stage.args.first().is_some_and(|a| stdin_path(&a.text));
+    }
+    let runner = STDIN_RUNNERS.contains(&name)
+        || super::rules::SHELLS.contains(&name)
+        || super::exec_rules::is_interpreter(name);
+    // `bash script.sh` or `python tool.py` read a file, not the pipe; `bash -c` a payload.
     runner
+        && !stage.args.iter().any(|a| {
+            a.text.starts_with('-') && !a.text.starts_with("--") && a.text[1..].contains(['c', 'e'])
+        })
         && stage
             .args
             .iter()
-            .map(|w| w.text.as_str())
+            .map(|a| a.text.as_str())
             .find(|t| !t.starts_with('-') || *t == "-")
-            .is_none_or(|t| t == "-")
+            .is_none_or(stdin_path)
+}
+
+/// The file a stage runs as a script (`sh x.sh`, `source x.sh`, `python x.py`, `./x.sh`).
+pub(crate) fn runs_file(stage: &Invocation) -> Option<String> {
+    let name = stage.name.as_str();
+    if stage.path.contains('/') {
+        return Some(stage.path.clone());
+    }
+    if matches!(name, "source" | ".") {
+        return stage.args.first().map(|a| a.text.clone());
+    }
+    let runner = super::rules::SHELLS.contains(&name) || super::exec_rules::is_interpreter(name);
+    if !runner
+        || stage.args.iter().any(|a| {
+            a.text.starts_with('-')
+                && !a.text.starts_with("--")
+                && a.text[1..].contains(['c', 'e', 'm'])
+        })
+    {
+        return None;
+    }
+    stage
+        .args
+        .iter()
+        .map(|a| a.text.as_str())
+        .find(|t| !t.starts_with('-'))
+        .map(str::to_string)
 }
 
 /// A stage that turns encoded text back into commands.
-fn decodes(stage: &Invocation<'_>, previous: Option<&Invocation<'_>>) -> bool {
-    let args: Vec<&str> = stage.args.iter().map(|w| w.text.as_str()).collect();
+pub(crate) fn decodes(stage: &Invocation) -> bool {
+    let args: Vec<&str> = stage.args.iter().map(|a| a.text.as_str()).collect();
     match stage.name.as_str() {
         "base64" | "base32" | "base16" | "basenc" => args.iter().any(|a| {
             *a == "--decode"
@@ -142,12 +202,23 @@ fn decodes(stage: &Invocation<'_>, previous: Option<&Invocation<'_>>) -> bool {
             args.iter().any(|a| matches!(*a, "base64" | "enc"))
                 && args.iter().any(|a| *a == "-d" || *a == "-D")
         }
-        "tr" | "rev" => previous.is_some_and(|p| matches!(p.name.as_str(), "echo" | "printf")),
+        "tr" | "rev" | "gunzip" | "zcat" | "xz" | "unxz" | "bunzip2" | "uudecode" => true,
         _ => false,
     }
 }
 
-fn check_sql(commands: &[SimpleCommand], f: &mut Findings) {
+/// SQL sent to a database client: `DROP`, `TRUNCATE`, `DELETE` without `WHERE`.
+pub(crate) fn check_sql(commands: &[&SimpleCommand], f: &mut Findings) {
+    let sql = commands
+        .iter()
+        .flat_map(|c| &c.words)
+        .any(|w| SQL_CLIENTS.contains(&base_name(&w.text).as_str()));
+    if sql {
+        check_sql_text(commands, f);
+    }
+}
+
+fn check_sql_text(commands: &[&SimpleCommand], f: &mut Findings) {
     let mut text = String::new();
     for c in commands {
         for w in &c.words {

@@ -1,7 +1,8 @@
 //! The approval settings of a session: `approvals.mode` (manual | smart | off),
 //! `approvals.timeout` (seconds to wait for an answer, default 60), `approvals.deny` (globs
-//! refused even with `--yolo`), the top-level `command_allowlist`, and whether `--yolo` or
-//! `HERMES_YOLO_MODE` is on.
+//! refused even with `--yolo`), `approvals.non_interactive` (approve | deny: what a run with
+//! nobody to ask does with a flagged command; deny by default), the top-level
+//! `command_allowlist`, and whether `--yolo` or `HERMES_YOLO_MODE` is on.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -21,6 +22,28 @@ pub enum ApprovalMode {
     Off,
 }
 
+/// What a session with nobody to ask (`hermes -z`, cron jobs, the API server) does with a
+/// command or write that needs approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NonInteractivePolicy {
+    /// Refuse it, telling the model why (the default: the checker fails closed, so "needs
+    /// approval" includes everything it could not read; approving that unattended would
+    /// undo it).
+    #[default]
+    Deny,
+    /// Run it, with a notice on stderr (the Python Hermes's one-shot behaviour).
+    Approve,
+}
+
+impl NonInteractivePolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NonInteractivePolicy::Deny => "deny",
+            NonInteractivePolicy::Approve => "approve",
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct ApprovalSettings {
     pub mode: ApprovalMode,
@@ -32,6 +55,8 @@ pub struct ApprovalSettings {
     pub allowlist: Vec<String>,
     /// Command globs refused in every mode.
     pub deny: Vec<String>,
+    /// With nobody to ask: refuse or approve.
+    pub non_interactive: NonInteractivePolicy,
     /// Where "always" answers are saved (`command_allowlist`); none: not saved.
     pub config_path: Option<PathBuf>,
 }
@@ -44,6 +69,7 @@ impl Default for ApprovalSettings {
             yolo: false,
             allowlist: Vec::new(),
             deny: Vec::new(),
+            non_interactive: NonInteractivePolicy::Deny,
             config_path: None,
         }
     }
@@ -56,6 +82,7 @@ struct RawApprovals {
     mode: Option<RawMode>,
     timeout: Option<f64>,
     deny: Vec<String>,
+    non_interactive: Option<RawMode>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -101,6 +128,21 @@ impl ApprovalSettings {
                 ));
             }
         };
+        let non_interactive = match raw.non_interactive {
+            None => NonInteractivePolicy::Deny,
+            Some(RawMode::Flag(true)) => NonInteractivePolicy::Approve,
+            Some(RawMode::Flag(false)) => NonInteractivePolicy::Deny,
+            Some(RawMode::Name(name)) => match name.trim().to_ascii_lowercase().as_str() {
+                "approve" | "allow" => NonInteractivePolicy::Approve,
+                "" | "deny" | "refuse" => NonInteractivePolicy::Deny,
+                other => {
+                    return Err(invalid(
+                        "approvals.non_interactive",
+                        format!("unknown policy `{other}` (expected approve or deny)"),
+                    ));
+                }
+            },
+        };
         let allowlist: Vec<String> = config.section("command_allowlist")?;
         Ok(ApprovalSettings {
             mode,
@@ -115,6 +157,7 @@ impl ApprovalSettings {
                 .into_iter()
                 .filter(|s| !s.trim().is_empty())
                 .collect(),
+            non_interactive,
             config_path: Some(config.path.clone()),
         })
     }
@@ -158,6 +201,20 @@ mod tests {
             load("approvals:\n  mode: false\n").unwrap().mode,
             ApprovalMode::Off
         );
+        assert_eq!(
+            load("").unwrap().non_interactive,
+            NonInteractivePolicy::Deny
+        );
+        assert_eq!(
+            load("approvals:\n  non_interactive: approve\n")
+                .unwrap()
+                .non_interactive,
+            NonInteractivePolicy::Approve
+        );
+        let e = load("approvals:\n  non_interactive: maybe\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("approvals.non_interactive"), "{e}");
         let e = load("approvals:\n  mode: auto\n").unwrap_err().to_string();
         assert!(e.contains("approvals.mode") && e.contains("auto"), "{e}");
         assert!(load("command_allowlist: 3\n").is_err());

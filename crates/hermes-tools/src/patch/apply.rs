@@ -4,11 +4,12 @@
 //! already written are restored.
 
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::fuzzy::{self, Located};
 use super::v4a::{Hunk, Op};
-use crate::protect::ProtectedPaths;
+use crate::protect::{GuardedWrite, ProtectedPaths};
 
 /// Largest file the patch tool edits.
 const MAX_FILE_BYTES: u64 = 20 * 1024 * 1024;
@@ -21,18 +22,19 @@ pub struct Change {
     pub shown: String,
     pub before: Option<String>,
     pub after: Option<String>,
+    /// The guarded class of the path, which the user approved.
+    pub guard: Option<GuardedWrite>,
 }
 
-/// Reads a text file for editing; `Ok(None)` when it does not exist.
-pub fn read_text(path: &Path) -> Result<Option<String>, String> {
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
+/// Reads a text file for editing; `Ok(None)` when it does not exist. The file is opened and
+/// then checked ([`ProtectedPaths::open_read`]): regular files only, no credential stores.
+pub fn read_text(path: &Path, protected: &ProtectedPaths) -> Result<Option<String>, String> {
+    match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
-    };
-    if meta.is_dir() {
-        return Err(format!("{} is a directory", path.display()));
+        Ok(_) => {}
     }
+    let (file, meta) = protected.open_read(path).map_err(|e| e.0)?;
     if meta.len() > MAX_FILE_BYTES {
         return Err(format!(
             "{} is too large to patch ({} bytes); use the terminal",
@@ -40,7 +42,16 @@ pub fn read_text(path: &Path) -> Result<Option<String>, String> {
             meta.len()
         ));
     }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(format!(
+            "{} is too large to patch; use the terminal",
+            path.display()
+        ));
+    }
     if bytes.iter().take(8192).any(|b| *b == 0) {
         return Err(format!("{} is a binary file", path.display()));
     }
@@ -53,6 +64,8 @@ pub fn read_text(path: &Path) -> Result<Option<String>, String> {
 struct Workspace<'a> {
     cwd: &'a Path,
     protected: &'a ProtectedPaths,
+    /// Guarded paths the user approved writing.
+    approved: &'a [PathBuf],
     files: BTreeMap<PathBuf, Change>,
     order: Vec<PathBuf>,
 }
@@ -69,6 +82,14 @@ impl Workspace<'_> {
         }
         let path = crate::paths::resolve(self.cwd, shown);
         self.protected.check_write(&path).map_err(|e| e.0)?;
+        if let Some(g) = self.protected.guarded_write(&path)
+            && !self.approved.contains(&path)
+        {
+            return Err(format!(
+                "{shown}: needs the user's approval ({})",
+                g.description()
+            ));
+        }
         Ok(path)
     }
 
@@ -76,7 +97,7 @@ impl Workspace<'_> {
     fn current(&mut self, shown: &str) -> Result<(PathBuf, Option<String>), String> {
         let path = self.resolve(shown)?;
         if !self.files.contains_key(&path) {
-            let before = read_text(&path)?;
+            let before = read_text(&path, self.protected)?;
             self.order.push(path.clone());
             self.files.insert(
                 path.clone(),
@@ -85,6 +106,7 @@ impl Workspace<'_> {
                     shown: shown.to_string(),
                     before: before.clone(),
                     after: before,
+                    guard: self.protected.guarded_write(&path),
                 },
             );
         }
@@ -99,15 +121,26 @@ impl Workspace<'_> {
     }
 }
 
-/// Computes what a V4A patch does; every problem found is listed.
+/// Computes what a V4A patch does; every problem found is listed. Guarded paths are refused.
 pub fn plan(
     ops: &[Op],
     cwd: &Path,
     protected: &ProtectedPaths,
 ) -> Result<Vec<Change>, Vec<String>> {
+    plan_approved(ops, cwd, protected, &[])
+}
+
+/// [`plan`], with the guarded paths the user approved writing.
+pub fn plan_approved(
+    ops: &[Op],
+    cwd: &Path,
+    protected: &ProtectedPaths,
+    approved: &[PathBuf],
+) -> Result<Vec<Change>, Vec<String>> {
     let mut ws = Workspace {
         cwd,
         protected,
+        approved,
         files: BTreeMap::new(),
         order: Vec::new(),
     };
@@ -283,13 +316,14 @@ fn insert_only(text: &str, hint: Option<&str>, new: &str) -> Result<String, Stri
     }
 }
 
-/// Writes a plan. On a failure, files already written are restored to their previous state.
-pub fn commit(changes: &[Change]) -> Result<(), String> {
+/// Writes a plan, each file through the directory actually opened (as `write_file` does). On a
+/// failure, files already written are restored to their previous state.
+pub fn commit(changes: &[Change], protected: &ProtectedPaths) -> Result<(), String> {
     for (i, change) in changes.iter().enumerate() {
-        if let Err(e) = write_state(&change.path, change.after.as_deref()) {
+        if let Err(e) = write_state(change, change.after.as_deref(), protected) {
             let mut restore_failures = Vec::new();
             for done in changes[..i].iter().rev() {
-                if write_state(&done.path, done.before.as_deref()).is_err() {
+                if write_state(done, done.before.as_deref(), protected).is_err() {
                     restore_failures.push(done.shown.clone());
                 }
             }
@@ -307,12 +341,19 @@ pub fn commit(changes: &[Change]) -> Result<(), String> {
     Ok(())
 }
 
-fn write_state(path: &Path, content: Option<&str>) -> std::io::Result<()> {
+fn write_state(
+    change: &Change,
+    content: Option<&str>,
+    protected: &ProtectedPaths,
+) -> Result<(), String> {
     match content {
-        Some(text) => hermes_config::atomic_write(path, text.as_bytes()),
-        None => match std::fs::remove_file(path) {
+        Some(text) => {
+            crate::files::write_checked(protected, &change.path, text.as_bytes(), change.guard)
+                .map_err(|e| e.0)
+        }
+        None => match std::fs::remove_file(&change.path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            other => other,
+            other => other.map_err(|e| e.to_string()),
         },
     }
 }

@@ -2,6 +2,8 @@
 //! fuzzy strategies of [`fuzzy`]) and replaces it, once or everywhere; patch mode applies a
 //! V4A patch ([`v4a`]) to several files all-or-nothing ([`apply`]). Every successful edit
 //! returns the unified diff of what changed; every failure says where the text is closest.
+//! Guarded files (the Hermes config and `.env`, shell start-up files, `~/.ssh`, schedulers)
+//! are edited only after the session's approval gate says yes, like `write_file`.
 
 pub mod apply;
 pub mod fuzzy;
@@ -124,20 +126,62 @@ impl Tool for PatchTool {
     async fn call(&self, args: Value, ctx: &ToolContext) -> ToolResult {
         let args: PatchArgs = serde_json::from_value(args)
             .map_err(|e| ToolError::new(format!("invalid arguments: {e}")))?;
+        let (approved, notes) = approve_guarded(&args, ctx).await?;
         let ctx = ctx.clone();
-        tokio::task::spawn_blocking(move || {
+        let mut result = tokio::task::spawn_blocking(move || {
             if args.is_patch_mode() {
-                patch_mode(&args, &ctx)
+                patch_mode(&args, &ctx, &approved)
             } else {
-                replace_mode(&args, &ctx)
+                replace_mode(&args, &ctx, &approved)
             }
         })
         .await
-        .map_err(|e| ToolError::new(format!("patch failed: {e}")))?
+        .map_err(|e| ToolError::new(format!("patch failed: {e}")))??;
+        if !notes.is_empty() {
+            result["approval_note"] = json!(notes.join("; "));
+        }
+        Ok(result)
     }
 }
 
-fn replace_mode(args: &PatchArgs, ctx: &ToolContext) -> ToolResult {
+/// Asks the session's approval gate for every guarded file the patch touches (the Hermes
+/// config and `.env`, shell start-up files, `~/.ssh`, schedulers); returns the approved paths
+/// and any notes for the model.
+async fn approve_guarded(
+    args: &PatchArgs,
+    ctx: &ToolContext,
+) -> Result<(Vec<PathBuf>, Vec<String>), ToolError> {
+    let mut shown: Vec<String> = Vec::new();
+    if args.is_patch_mode() {
+        shown.extend(
+            args.patch
+                .as_deref()
+                .map(v4a::touched_paths)
+                .unwrap_or_default(),
+        );
+    } else if let Some(p) = args.path.as_deref() {
+        shown.push(p.to_string());
+    }
+    let mut approved = Vec::new();
+    let mut notes = Vec::new();
+    for p in shown {
+        let path = paths::resolve(&ctx.cwd, &p);
+        ctx.protected.check_write(&path)?;
+        if let Some(g) = ctx.protected.guarded_write(&path) {
+            if let Some(note) = ctx
+                .approvals
+                .check_write(g, "patch", &path, ctx.interaction.as_ref(), &ctx.cancel)
+                .await?
+            {
+                notes.push(note);
+            }
+            approved.push(path);
+        }
+    }
+    Ok((approved, notes))
+}
+
+fn replace_mode(args: &PatchArgs, ctx: &ToolContext, approved: &[PathBuf]) -> ToolResult {
     let shown = args
         .path
         .as_deref()
@@ -161,7 +205,16 @@ fn replace_mode(args: &PatchArgs, ctx: &ToolContext) -> ToolResult {
     }
     let path = paths::resolve(&ctx.cwd, shown);
     ctx.protected.check_write(&path)?;
-    let Some(before) = apply::read_text(&path).map_err(ToolError::new)? else {
+    let guard = ctx.protected.guarded_write(&path);
+    if let Some(g) = guard
+        && !approved.contains(&path)
+    {
+        return Err(ToolError::new(format!(
+            "{shown}: needs the user's approval ({})",
+            g.description()
+        )));
+    }
+    let Some(before) = apply::read_text(&path, &ctx.protected).map_err(ToolError::new)? else {
         return Err(ToolError::new(format!(
             "file not found: {} (create files with write_file)",
             path.display()
@@ -192,8 +245,7 @@ fn replace_mode(args: &PatchArgs, ctx: &ToolContext) -> ToolResult {
     } else {
         edited
     };
-    hermes_config::atomic_write(&path, after.as_bytes())
-        .map_err(|e| ToolError::new(format!("cannot write {}: {e}", path.display())))?;
+    crate::files::write_checked(&ctx.protected, &path, after.as_bytes(), guard)?;
     let mut result = json!({
         "path": shown,
         "replacements": found.ranges.len(),
@@ -205,21 +257,22 @@ fn replace_mode(args: &PatchArgs, ctx: &ToolContext) -> ToolResult {
     Ok(result)
 }
 
-fn patch_mode(args: &PatchArgs, ctx: &ToolContext) -> ToolResult {
+fn patch_mode(args: &PatchArgs, ctx: &ToolContext, approved: &[PathBuf]) -> ToolResult {
     let text = args
         .patch
         .as_deref()
         .filter(|p| !p.trim().is_empty())
         .ok_or_else(|| ToolError::new("patch mode needs `patch` (V4A text)"))?;
     let ops = v4a::parse(text).map_err(|e| ToolError::new(format!("invalid patch: {e}")))?;
-    let changes = apply::plan(&ops, &ctx.cwd, &ctx.protected).map_err(|errors| {
-        let list: Vec<String> = errors.iter().map(|e| format!("  • {e}")).collect();
-        ToolError::new(format!(
-            "patch not applied (no file was changed):\n{}",
-            list.join("\n")
-        ))
-    })?;
-    apply::commit(&changes).map_err(ToolError::new)?;
+    let changes =
+        apply::plan_approved(&ops, &ctx.cwd, &ctx.protected, approved).map_err(|errors| {
+            let list: Vec<String> = errors.iter().map(|e| format!("  • {e}")).collect();
+            ToolError::new(format!(
+                "patch not applied (no file was changed):\n{}",
+                list.join("\n")
+            ))
+        })?;
+    apply::commit(&changes, &ctx.protected).map_err(ToolError::new)?;
     let mut created = Vec::new();
     let mut modified = Vec::new();
     let mut deleted = Vec::new();

@@ -169,28 +169,65 @@ async fn v4a_patches_apply_to_several_files_or_none() {
 }
 
 #[tokio::test]
-async fn protected_paths_cannot_be_patched() {
+async fn guarded_paths_need_approval_and_keys_are_never_read() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     std::fs::create_dir_all(home.join(".ssh")).unwrap();
     std::fs::write(home.join(".ssh/authorized_keys"), "key\n").unwrap();
+    std::fs::write(home.join(".bashrc"), "alias ll='ls -l'\n").unwrap();
     let mut c = ctx(tmp.path());
     c.protected = std::sync::Arc::new(crate::protect::ProtectedPaths::new(
         Some(home.clone()),
         None,
     ));
+    // Nobody to ask, the default policy: refused before anything is read or written.
+    let rc = home.join(".bashrc");
+    let e = PatchTool
+        .call(
+            json!({"path": rc.to_str().unwrap(), "old_string": "ll", "new_string": "rm"}),
+            &c,
+        )
+        .await
+        .unwrap_err();
+    assert!(e.0.contains("shell start-up file"), "{e}");
+    assert!(e.0.contains("approvals.non_interactive"), "{e}");
+    let patch = format!("*** Add File: {}\n+x\n", home.join(".ssh/new").display());
+    let e = PatchTool
+        .call(json!({"patch": patch.clone()}), &c)
+        .await
+        .unwrap_err();
+    assert!(e.0.contains("~/.ssh"), "{e}");
+    assert_eq!(std::fs::read_to_string(&rc).unwrap(), "alias ll='ls -l'\n");
+    assert!(!home.join(".ssh/new").exists());
+    // Approved (here: unattended runs set to approve): the edit goes through, but a key
+    // file is still never read into a diff.
+    c.approvals = std::sync::Arc::new(crate::ApprovalGate::new(
+        crate::ApprovalSettings {
+            non_interactive: crate::approval::NonInteractivePolicy::Approve,
+            ..Default::default()
+        },
+        Default::default(),
+        None,
+    ));
+    PatchTool
+        .call(
+            json!({"path": rc.to_str().unwrap(), "old_string": "ll", "new_string": "la"}),
+            &c,
+        )
+        .await
+        .unwrap();
+    assert_eq!(std::fs::read_to_string(&rc).unwrap(), "alias la='ls -l'\n");
+    PatchTool.call(json!({"patch": patch}), &c).await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(home.join(".ssh/new")).unwrap(),
+        "x\n"
+    );
     let target = home.join(".ssh/authorized_keys");
     let e = PatchTool
         .call(
             json!({"path": target.to_str().unwrap(), "old_string": "key", "new_string": "evil"}),
             &c,
         )
-        .await
-        .unwrap_err();
-    assert!(e.0.contains("protected credential path"), "{e}");
-    let patch = format!("*** Add File: {}\n+x\n", home.join(".ssh/new").display());
-    let e = PatchTool
-        .call(json!({"patch": patch}), &c)
         .await
         .unwrap_err();
     assert!(e.0.contains("protected credential path"), "{e}");

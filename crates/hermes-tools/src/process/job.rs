@@ -52,6 +52,9 @@ pub struct Job {
     state: Mutex<JobState>,
     exit: watch::Receiver<Option<ExitInfo>>,
     stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    /// What was written to stdin since its last newline: the command line still being typed,
+    /// checked whole when more is written (`write "rm -rf "` then `submit "/"`).
+    pending_line: Mutex<String>,
 }
 
 impl std::fmt::Debug for Job {
@@ -87,6 +90,7 @@ impl Job {
             }),
             exit: rx,
             stdin: tokio::sync::Mutex::new(child.stdin.take()),
+            pending_line: Mutex::new(String::new()),
         });
         if let Some(pgid) = pid {
             super::track_group(pgid, true);
@@ -177,6 +181,22 @@ impl Job {
             self.signal(libc::SIGKILL);
         }
         true
+    }
+
+    /// The stdin text written since the last newline.
+    pub fn pending_stdin(&self) -> String {
+        self.pending_line
+            .lock()
+            .map(|p| p.clone())
+            .unwrap_or_default()
+    }
+
+    /// Remembers what stays unterminated after `line` (the pending text plus what was just
+    /// written) went to stdin.
+    pub fn set_pending_stdin(&self, line: &str) {
+        if let Ok(mut p) = self.pending_line.lock() {
+            *p = line.rsplit('\n').next().unwrap_or("").to_string();
+        }
     }
 
     /// Writes to the job's stdin; `close` closes it afterwards (EOF).

@@ -124,3 +124,52 @@ async fn output_is_bounded() {
     assert!(out["new_output"].as_str().unwrap().len() <= 8_000);
     assert!(out["dropped_bytes"].as_u64().unwrap() > 4_000_000);
 }
+
+#[tokio::test]
+async fn stdin_is_checked_as_the_line_being_typed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut c = ctx(tmp.path());
+    // Unattended runs allowed to approve: dangerous text passes, hardline never.
+    c.approvals = std::sync::Arc::new(crate::ApprovalGate::new(
+        crate::ApprovalSettings {
+            non_interactive: crate::approval::NonInteractivePolicy::Approve,
+            ..Default::default()
+        },
+        Default::default(),
+        None,
+    ));
+    let job = c
+        .processes
+        .spawn("cat > typed.txt", tmp.path(), &c.child_env)
+        .unwrap();
+    let id = job.id.clone();
+    // Harmless alone, refused once the rest of the line arrives.
+    process(&c, json!({"action": "write", "id": id, "data": "rm -rf "})).await;
+    let e = ProcessTool
+        .call(json!({"action": "submit", "id": id, "data": "/"}), &c)
+        .await
+        .unwrap_err();
+    assert!(e.0.contains("BLOCKED (hardline)"), "{e}");
+    // Split differently, the same.
+    let e = ProcessTool
+        .call(
+            json!({"action": "write", "id": id, "data": "/ --no-preserve-root"}),
+            &c,
+        )
+        .await
+        .unwrap_err();
+    assert!(e.0.contains("BLOCKED (hardline)"), "{e}");
+    // A finished line starts a new one.
+    process(&c, json!({"action": "submit", "id": id, "data": "tmp/x"})).await;
+    process(
+        &c,
+        json!({"action": "submit", "id": id, "data": "echo fine"}),
+    )
+    .await;
+    process(&c, json!({"action": "close", "id": id})).await;
+    process(&c, json!({"action": "wait", "id": id, "timeout": 10})).await;
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("typed.txt")).unwrap(),
+        "rm -rf tmp/x\necho fine\n"
+    );
+}

@@ -1,6 +1,7 @@
 //! The `process` tool: `list`, `poll` (status and output since the last poll), `log` (lines by
 //! number), `wait` (until exit or timeout), `kill`, and `write`/`submit`/`close` for the job's
-//! stdin (what is written passes the approval gate like a command).
+//! stdin (what is written passes the approval gate like a command, checked together with the
+//! unterminated text written before it, so a command split over several writes is seen whole).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +21,8 @@ const MAX_LOG_LINES: usize = 2_000;
 /// The longest `wait`.
 const MAX_WAIT_SECS: u64 = 600;
 const KILL_GRACE: Duration = Duration::from_secs(2);
+/// Stdin text without a newline that is still checked as one command line.
+const MAX_PENDING_STDIN: usize = 64 * 1024;
 
 pub struct ProcessTool;
 
@@ -112,21 +115,30 @@ impl Tool for ProcessTool {
             "write" | "submit" | "close" => {
                 let data = args.data.unwrap_or_default();
                 let mut note = None;
-                if action != "close" {
-                    if data.is_empty() {
-                        return Err(ToolError::new(format!("`data` is required for {action}")));
-                    }
-                    note = ctx
-                        .approvals
-                        .check(&data, ctx.interaction.as_ref(), &ctx.cancel, &ctx.redactor)
-                        .await?;
-                }
                 let text = if action == "submit" {
                     format!("{data}\n")
                 } else {
                     data
                 };
+                // What the program will see as one line: the unterminated text written
+                // before, and this.
+                let line = format!("{}{text}", job.pending_stdin());
+                if action != "close" && text.is_empty() {
+                    return Err(ToolError::new(format!("`data` is required for {action}")));
+                }
+                if !text.is_empty() {
+                    if line.len() > MAX_PENDING_STDIN {
+                        return Err(ToolError::new(format!(
+                            "not written: more than {MAX_PENDING_STDIN} bytes without a newline; submit shorter lines"
+                        )));
+                    }
+                    note = ctx
+                        .approvals
+                        .check(&line, ctx.interaction.as_ref(), &ctx.cancel, &ctx.redactor)
+                        .await?;
+                }
                 job.write_stdin(&text, action == "close").await?;
+                job.set_pending_stdin(&line);
                 let mut out = status(&job);
                 out["bytes_written"] = json!(text.len());
                 if let Some(n) = note {

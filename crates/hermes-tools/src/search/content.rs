@@ -18,6 +18,8 @@ use crate::protect::ProtectedPaths;
 
 /// Characters kept of one matching line (minified files have enormous lines).
 const MAX_LINE_CHARS: usize = 500;
+/// The most a searcher buffers for one line; a file with a longer line is skipped.
+const MAX_LINE_BUFFER: usize = 16 * 1024 * 1024;
 
 pub(crate) fn search(
     q: &Query,
@@ -46,6 +48,8 @@ pub(crate) fn search(
             0
         })
         .binary_detection(BinaryDetection::quit(0))
+        // A single enormous line (minified or hostile files) is not buffered whole.
+        .heap_limit(Some(MAX_LINE_BUFFER))
         .build();
     let wanted = q.offset + q.limit;
     let mut collector = Collector {
@@ -70,7 +74,15 @@ pub(crate) fn search(
         }
         let shown = q.display(entry.path());
         collector.start_file(&shown);
-        if search_file(&mut searcher, &matcher, entry.path(), &mut collector).is_err() {
+        if search_file(
+            &mut searcher,
+            &matcher,
+            entry.path(),
+            protected,
+            &mut collector,
+        )
+        .is_err()
+        {
             continue;
         }
         match q.mode {
@@ -113,13 +125,19 @@ pub(crate) fn search(
     Ok(result)
 }
 
+/// Searches one file, opened and checked first: a FIFO, device or socket swapped in after the
+/// walk, or a hard link to a credential, is skipped instead of read.
 fn search_file(
     searcher: &mut Searcher,
     matcher: &RegexMatcher,
     path: &std::path::Path,
+    protected: &ProtectedPaths,
     collector: &mut Collector,
 ) -> io::Result<()> {
-    searcher.search_path(matcher, path, &mut *collector)
+    let (file, _) = protected
+        .open_read(path)
+        .map_err(|e| io::Error::other(e.0))?;
+    searcher.search_file(matcher, &file, &mut *collector)
 }
 
 /// Gathers the matches inside the page window, with their context lines, grouped by file:
