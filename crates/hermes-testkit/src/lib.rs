@@ -1,7 +1,9 @@
 //! Dev-only test kit for the Hermes workspace: a scripted mock LLM server
 //! (OpenAI Chat Completions, Anthropic Messages, OpenAI Responses and AWS
-//! Bedrock Converse) with fault injection and request capture,
-//! and isolated temp homes for running the `hermes` binary.
+//! Bedrock Converse) with fault injection (including endless and trickling
+//! streams) and request capture, canned answers for other paths (an OAuth
+//! device-code / token server), isolated temp homes for running the `hermes`
+//! binary, and measuring a child's peak memory.
 //!
 //! ```no_run
 //! use hermes_testkit::{MockServer, Script, Turn};
@@ -16,6 +18,7 @@ mod child_server;
 mod home;
 mod http;
 pub mod http_client;
+mod measure;
 mod mock_server;
 pub mod openai_sse;
 mod props;
@@ -25,7 +28,8 @@ mod script;
 
 pub use child_server::ChildServer;
 pub use home::{TestHome, mock_config_yaml, test_gguf};
+pub use measure::{Measured, own_peak_rss_kib, run_measured};
 pub use mock_server::{CapturedRequest, MockServer};
 pub use props::proptest_config;
 pub use respond::Api;
-pub use script::{Exhausted, Fault, MockToolCall, MockUsage, Reply, Script, Turn};
+pub use script::{Canned, Exhausted, Fault, MockToolCall, MockUsage, Reply, Route, Script, Turn};
