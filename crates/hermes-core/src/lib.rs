@@ -12,6 +12,7 @@ mod events;
 mod executor;
 mod history;
 pub mod injection;
+pub mod loop_guard;
 pub mod memory;
 mod model_call;
 pub mod prompt;
