@@ -55,6 +55,8 @@ pub enum Command {
     Mcp(crate::mcp_cmd::McpArgs),
     /// The gateway: the OpenAI-compatible API server (`run`, the default, in the foreground).
     Gateway(crate::gateway_cmd::GatewayArgs),
+    /// Sign in to Nous Portal or OpenAI Codex (ChatGPT) with a device code; tokens go to auth.json.
+    Login(crate::login_cmd::LoginArgs),
 }
 
 #[derive(Debug, Args)]

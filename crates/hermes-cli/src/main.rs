@@ -9,6 +9,7 @@ mod error;
 mod gateway_cmd;
 mod interaction;
 mod judge;
+mod login_cmd;
 mod mcp_cmd;
 mod memory_cmd;
 mod model_cmd;
@@ -97,5 +98,6 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         (None, Some(Command::Gateway(gateway))) => {
             runtime.block_on(gateway_cmd::run(&cli.common, gateway))
         }
+        (None, Some(Command::Login(login))) => runtime.block_on(login_cmd::run(&cli.common, login)),
     }
 }
