@@ -4,7 +4,8 @@
 //! that text arrives as content instead of a structured call. [`ToolCallText`] sits in the
 //! stream of content pieces: text passes through at once, except a tail that may be the start
 //! of the tag; a complete block becomes a tool call; a block that is not a call goes back out
-//! as the text it was. Held-back text is bounded.
+//! as the text it was. Blocks inside `<think>` are the model's thoughts, not calls. Held-back
+//! text is bounded.
 
 use hermes_protocol::StreamEvent;
 use serde_json::Value;
@@ -13,6 +14,8 @@ use crate::limits::LimitExceeded;
 
 const OPEN: &str = "<tool_call>";
 const CLOSE: &str = "</tool_call>";
+const THINK_OPEN: &str = "<think>";
+const THINK_CLOSE: &str = "</think>";
 
 /// Tool calls found in text get indices from here, after any structured call of the same
 /// response.
@@ -24,6 +27,8 @@ pub struct ToolCallText {
     /// Text not yet passed on: a possible tag start, or the body of an open block.
     held: String,
     inside: bool,
+    /// Within a `<think>` block: nothing there is a call.
+    thinking: bool,
     found: usize,
     /// A prefix making generated call ids unique across responses.
     id_prefix: String,
@@ -36,6 +41,7 @@ impl ToolCallText {
         ToolCallText {
             held: String::new(),
             inside: false,
+            thinking: false,
             found: 0,
             id_prefix: id_prefix(),
             max_held: max_held.max(OPEN.len()),
@@ -65,22 +71,54 @@ impl ToolCallText {
                 self.held.replace_range(..end + CLOSE.len(), "");
                 self.inside = false;
                 out.push(self.block(&body, true));
-            } else if let Some(start) = self.held.find(OPEN) {
-                if start > 0 {
-                    out.push(StreamEvent::TextDelta(self.held[..start].to_string()));
+            } else if self.thinking {
+                match self.held.find(THINK_CLOSE) {
+                    Some(end) => {
+                        self.pass(&mut out, end + THINK_CLOSE.len());
+                        self.thinking = false;
+                    }
+                    None => {
+                        let keep = partial_tag_len(&self.held, &[THINK_CLOSE]);
+                        self.pass(&mut out, self.held.len() - keep);
+                        return Ok(out);
+                    }
                 }
-                self.held.replace_range(..start + OPEN.len(), "");
-                self.inside = true;
             } else {
-                // Keep only a tail that could still become the opening tag.
-                let keep = partial_tag_len(&self.held);
-                let cut = self.held.len() - keep;
-                if cut > 0 {
-                    out.push(StreamEvent::TextDelta(self.held[..cut].to_string()));
-                    self.held.replace_range(..cut, "");
+                let call = self.held.find(OPEN);
+                let think = self.held.find(THINK_OPEN);
+                // Whichever tag comes first: (position, is the call tag).
+                let next = match (call, think) {
+                    (Some(c), Some(t)) if t < c => Some((t, false)),
+                    (Some(c), _) => Some((c, true)),
+                    (None, Some(t)) => Some((t, false)),
+                    (None, None) => None,
+                };
+                match next {
+                    Some((c, true)) => {
+                        self.pass(&mut out, c);
+                        self.held.replace_range(..OPEN.len(), "");
+                        self.inside = true;
+                    }
+                    Some((t, false)) => {
+                        self.pass(&mut out, t + THINK_OPEN.len());
+                        self.thinking = true;
+                    }
+                    None => {
+                        // Keep only a tail that could still become one of the tags.
+                        let keep = partial_tag_len(&self.held, &[OPEN, THINK_OPEN]);
+                        self.pass(&mut out, self.held.len() - keep);
+                        return Ok(out);
+                    }
                 }
-                return Ok(out);
             }
+        }
+    }
+
+    /// Passes the first `n` held bytes on as text.
+    fn pass(&mut self, out: &mut Vec<StreamEvent>, n: usize) {
+        if n > 0 {
+            out.push(StreamEvent::TextDelta(self.held[..n].to_string()));
+            self.held.replace_range(..n, "");
         }
     }
 
@@ -88,6 +126,7 @@ impl ToolCallText {
     /// without the closing tag), else the text it was.
     pub fn finish(&mut self) -> Vec<StreamEvent> {
         let held = std::mem::take(&mut self.held);
+        self.thinking = false;
         if self.inside {
             self.inside = false;
             vec![self.block(&held, false)]
@@ -136,13 +175,11 @@ fn parse_call(body: &str) -> Option<(String, String)> {
     Some((name.to_string(), arguments))
 }
 
-/// Length of the longest tail of `text` that is a proper prefix of the opening tag.
-fn partial_tag_len(text: &str) -> usize {
-    (1..OPEN.len())
-        .rev()
-        .find(|&n| {
-            text.len() >= n && text.is_char_boundary(text.len() - n) && text.ends_with(&OPEN[..n])
-        })
+/// Length of the longest tail of `text` that is a proper prefix of one of the (ASCII) tags.
+fn partial_tag_len(text: &str, tags: &[&str]) -> usize {
+    tags.iter()
+        .filter_map(|tag| (1..tag.len()).rev().find(|&n| text.ends_with(&tag[..n])))
+        .max()
         .unwrap_or(0)
 }
 
@@ -231,6 +268,19 @@ mod tests {
         ] {
             assert_eq!(run(&[text]), (text.to_string(), vec![]), "{text}");
         }
+    }
+
+    #[test]
+    fn blocks_inside_thoughts_are_not_calls() {
+        let text = "<think>maybe <tool_call>{\"name\": \"a\"}</tool_call> no</think>Answer.";
+        let whole = run(&[text]);
+        assert_eq!(whole, (text.to_string(), vec![]));
+        for cut in 1..text.len() {
+            let (a, b) = text.split_at(cut);
+            assert_eq!(run(&[a, b]), whole, "cut at {cut}");
+        }
+        let (text, calls) = run(&["<think>plan</think><tool_call>{\"name\": \"a\"}</tool_call>"]);
+        assert_eq!((text.as_str(), calls.len()), ("<think>plan</think>", 1));
     }
 
     #[test]

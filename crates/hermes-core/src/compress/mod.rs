@@ -170,13 +170,15 @@ impl Compressor {
     ) -> Option<Compressed> {
         let learned = self.learn_window(error_text);
         let before = overflow::request_tokens(system, tools, messages);
+        // The saving counts once, cuts included.
         let mut out = self
-            .compress_overflow(system, tools, messages, cancel)
+            .overflow_pass(system, tools, messages, cancel, false)
             .await;
         let target = overflow::prompt_budget(self.window());
         let cuts = overflow::cut_to_fit(system, tools, &mut out.messages, target, spill_dir);
         let after = overflow::request_tokens(system, tools, &out.messages);
         let mut notes: Vec<String> = out.notice.take().into_iter().collect();
+        notes.extend(self.record_saving(before, after));
         if let Some(w) = learned {
             notes.push(format!(
                 "the provider's context window is {} tokens; using that for the rest of the session",
@@ -249,8 +251,16 @@ impl Compressor {
         focus: Option<&str>,
         cancel: &CancellationToken,
     ) -> Compressed {
-        self.compress_with_tail(system, tools, messages, focus, cancel, self.tail_budget())
-            .await
+        self.compress_with_tail(
+            system,
+            tools,
+            messages,
+            focus,
+            cancel,
+            self.tail_budget(),
+            true,
+        )
+        .await
     }
 
     /// After the provider said the prompt does not fit: the protected tail is at most a quarter
@@ -262,12 +272,27 @@ impl Compressor {
         messages: &[Message],
         cancel: &CancellationToken,
     ) -> Compressed {
-        let total: u64 = messages.iter().map(tokens::rough_message).sum();
-        let budget = self.tail_budget().min(total / 4);
-        self.compress_with_tail(system, tools, messages, None, cancel, budget)
+        self.overflow_pass(system, tools, messages, cancel, true)
             .await
     }
 
+    /// The overflow pass; `record`: count its saving for anti-thrashing.
+    async fn overflow_pass(
+        &self,
+        system: &str,
+        tools: &[ToolSchema],
+        messages: &[Message],
+        cancel: &CancellationToken,
+        record: bool,
+    ) -> Compressed {
+        let total: u64 = messages.iter().map(tokens::rough_message).sum();
+        let budget = self.tail_budget().min(total / 4);
+        self.compress_with_tail(system, tools, messages, None, cancel, budget, record)
+            .await
+    }
+
+    // The arguments are the pass's inputs; a struct would only rename them.
+    #[allow(clippy::too_many_arguments)]
     async fn compress_with_tail(
         &self,
         system: &str,
@@ -276,6 +301,7 @@ impl Compressor {
         focus: Option<&str>,
         cancel: &CancellationToken,
         tail_budget: u64,
+        record: bool,
     ) -> Compressed {
         let tokens_before = tokens::rough_request(system, tools, messages);
         let mut working = messages.to_vec();
@@ -316,7 +342,10 @@ impl Compressor {
         merge_adjacent(&mut working);
         close_dangling_tool_calls(&mut working);
         let tokens_after = tokens::rough_request(system, tools, &working);
-        if let Some(off) = self.record_saving(tokens_before, tokens_after) {
+        if let Some(off) = record
+            .then(|| self.record_saving(tokens_before, tokens_after))
+            .flatten()
+        {
             notice = Some(match notice {
                 Some(n) => format!("{n}; {off}"),
                 None => off,
