@@ -33,7 +33,7 @@ pub async fn run(common: &CommonArgs, args: &LoginArgs) -> Result<ExitCode, CliE
             args.provider
         ))
     })?;
-    let (home, config, env) = crate::setup::load_home(common)?;
+    let (home, config, env) = crate::session::load_home(common)?;
     let store = AuthStore::for_home(home.root());
     let client = hermes_llm::http_client(&hermes_llm::HttpTimeouts {
         connect: std::time::Duration::from_secs(15),

@@ -31,11 +31,13 @@ pub(crate) const CONTINUE_NOTE: &str = "[System: your previous reply was cut off
 pub(crate) enum CallFailure {
     /// The user interrupted; what had been streamed so far.
     Interrupted { text: String, reasoning: String },
-    /// Unrecoverable (or retries exhausted): a one-line reason for the user, and the
-    /// provider's own message (overflow recovery reads the window from it).
+    /// Unrecoverable (or retries exhausted): a one-line reason for the user, its class, the
+    /// wait the provider asked for (rate limits), and the provider's own message (overflow
+    /// recovery reads the window from it).
     Failed {
         reason: String,
         class: ErrorClass,
+        retry_after: Option<std::time::Duration>,
         detail: String,
     },
 }
@@ -118,6 +120,7 @@ impl ModelCall<'_> {
                 return Err(CallFailure::Failed {
                     reason: "no model provider is configured".into(),
                     class: ErrorClass::FormatError,
+                    retry_after: None,
                     detail: String::new(),
                 });
             };
@@ -190,6 +193,7 @@ impl ModelCall<'_> {
                         return Err(CallFailure::Failed {
                             reason,
                             class,
+                            retry_after: error.retry_after(),
                             detail: error.to_string(),
                         });
                     }

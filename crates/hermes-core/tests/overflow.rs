@@ -12,6 +12,7 @@ use std::sync::Arc;
 use common::*;
 use hermes_core::compress::{CompressionSettings, Compressor, overflow};
 use hermes_core::{ModelTarget, NoEvents};
+use hermes_protocol::{ErrorClass, TurnEnd};
 use hermes_testkit::{Fault, MockServer, Script, Turn};
 use hermes_tools::protect::ProtectedPaths;
 use serde_json::json;
@@ -77,7 +78,7 @@ async fn the_window_named_by_the_error_is_learned_fitted_and_kept() {
             CancellationToken::new(),
         )
         .await;
-    assert_eq!(r.error, None);
+    assert_eq!(r.end, TurnEnd::Completed);
     assert_eq!(r.final_text, "done");
     let reqs = server.chat_requests();
     assert_eq!(reqs.len(), 4);
@@ -135,7 +136,9 @@ async fn when_nothing_can_shrink_the_turn_fails_with_the_reason() {
     let r = agent
         .run_turn("hi", Vec::new(), &NoEvents, CancellationToken::new())
         .await;
-    let err = r.error.unwrap();
+    let failure = r.failure().unwrap();
+    assert_eq!(failure.class, ErrorClass::ContextOverflow);
+    let err = &failure.message;
     assert!(
         err.contains("maximum context length is 2048 tokens"),
         "{err}"

@@ -54,7 +54,10 @@ async fn turn_against(fault: Fault) -> (String, usize) {
     let peak = own_peak_rss_kib().unwrap_or(0);
     assert!(peak < MAX_RSS_KIB, "peak resident memory {peak} KiB");
     (
-        result.error.unwrap_or_default(),
+        result
+            .failure()
+            .map(|f| f.message.clone())
+            .unwrap_or_default(),
         server.chat_request_count(),
     )
 }

@@ -3,7 +3,8 @@
 //! Bedrock Converse) with fault injection (including endless and trickling
 //! streams) and request capture, canned answers for other paths (an OAuth
 //! device-code / token server), isolated temp homes for running the `hermes`
-//! binary, and measuring a child's peak memory.
+//! binary, measuring a child's peak memory, and doubles of the chat platforms
+//! ([`platforms`]).
 //!
 //! ```no_run
 //! use hermes_testkit::{MockServer, Script, Turn};
@@ -21,6 +22,7 @@ pub mod http_client;
 mod measure;
 mod mock_server;
 pub mod openai_sse;
+pub mod platforms;
 mod props;
 mod respond;
 mod responses_sse;
@@ -32,4 +34,6 @@ pub use measure::{Measured, own_peak_rss_kib, run_measured};
 pub use mock_server::{CapturedRequest, MockServer};
 pub use props::proptest_config;
 pub use respond::Api;
-pub use script::{Canned, Exhausted, Fault, MockToolCall, MockUsage, Reply, Route, Script, Turn};
+pub use script::{
+    Canned, Exhausted, Fault, MockToolCall, MockUsage, Reply, Responder, Route, Script, Turn,
+};

@@ -336,7 +336,12 @@ fn provider_check(loaded: &Loaded, spec: &Result<ProviderSpec, ResolveError>) ->
         }
         return Check::ok("provider", what);
     }
-    match crate::provider::build(&loaded.config, &loaded.env, &loaded.home, &loaded.overrides) {
+    match hermes_runtime::providers::build(
+        &loaded.config,
+        &loaded.env,
+        &loaded.home,
+        &loaded.overrides,
+    ) {
         Ok(providers) => {
             if let Err(e) = hermes_local::with_tool_calling(&loaded.config.model, providers.primary)
             {
@@ -354,7 +359,7 @@ fn provider_check(loaded: &Loaded, spec: &Result<ProviderSpec, ResolveError>) ->
         }
         Err(e) => Check::fail(
             "provider",
-            e.message,
+            e.to_string(),
             "correct the model section of config.yaml",
         ),
     }
@@ -566,7 +571,7 @@ fn body_message(body: &str) -> String {
 /// chain is built beside a stand-in primary (the in-process model, which always resolves), so
 /// the entries are checked even when the primary is broken.
 fn fallback_checks(loaded: &Loaded) -> Vec<Check> {
-    let chain = crate::provider::fallback_chain(&loaded.config);
+    let chain = hermes_runtime::providers::fallback_chain(&loaded.config);
     if chain.is_empty() {
         return Vec::new();
     }
@@ -574,11 +579,15 @@ fn fallback_checks(loaded: &Loaded) -> Vec<Check> {
         provider: Some(hermes_llm::resolve::LOCAL_PROVIDER.to_string()),
         ..Overrides::default()
     };
-    let warnings =
-        match crate::provider::build(&loaded.config, &loaded.env, &loaded.home, &stand_in) {
-            Ok(p) => p.warnings,
-            Err(e) => vec![e.message],
-        };
+    let warnings = match hermes_runtime::providers::build(
+        &loaded.config,
+        &loaded.env,
+        &loaded.home,
+        &stand_in,
+    ) {
+        Ok(p) => p.warnings,
+        Err(e) => vec![e.to_string()],
+    };
     chain
         .iter()
         .map(|entry| {
@@ -624,9 +633,9 @@ fn tools_check(
 ) -> Check {
     let toolsets = toolsets_text(loaded);
     match prepared_tools(loaded, spec) {
-        Ok(prepared) => {
+        Ok((prepared, warnings)) => {
             let n = prepared.tools.names().len();
-            match prepared.warnings.first() {
+            match warnings.first() {
                 Some(w) => Check::warn(
                     "tools",
                     format!("{toolsets}: {}; {w}", plural(n, "tool")),
