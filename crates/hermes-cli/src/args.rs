@@ -58,10 +58,13 @@ pub enum Command {
     Cron(crate::cron_cmd::CronArgs),
     /// MCP servers of config.yaml: list (connect and show status), test NAME.
     Mcp(crate::mcp_cmd::McpArgs),
-    /// The gateway: the OpenAI-compatible API server (`run`, the default, in the foreground).
+    /// The gateway: the API server, the chat platforms and cron in one process (`run`, the
+    /// default, in the foreground; `status`; `stop`).
     Gateway(crate::gateway_cmd::GatewayArgs),
     /// Sign in to Nous Portal or OpenAI Codex (ChatGPT) with a device code; tokens go to auth.json.
     Login(crate::login_cmd::LoginArgs),
+    /// Chat users waiting for approval, and those approved: list, approve, revoke.
+    Pairing(crate::pairing_cmd::PairingArgs),
 }
 
 #[derive(Debug, Args)]

@@ -77,7 +77,7 @@ pub struct AddArgs {
     #[arg(long)]
     pub name: Option<String>,
     /// Where the answer goes: `local` (saved under cron/output/, the default), `origin` or
-    /// `platform:chat_id` (need the messaging gateway, not in this build: saved locally).
+    /// `platform:chat_id` (delivered by a running `hermes gateway`; saved locally as well).
     #[arg(long)]
     pub deliver: Option<String>,
     /// Runs before the job completes (default: once for one-shots, forever otherwise).

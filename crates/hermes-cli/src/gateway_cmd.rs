@@ -31,11 +31,15 @@ use tokio_util::sync::CancellationToken;
 
 use crate::args::CommonArgs;
 use crate::error::CliError;
+use crate::gateway_service;
 
 #[derive(Debug, Args)]
 pub struct GatewayArgs {
-    /// `run` (the default): run the gateway in the foreground.
-    #[arg(value_parser = ["run"])]
+    /// `run` (the default): run the gateway in the foreground; `status`: whether one runs
+    /// for this home, its platforms and chats; `stop`: stop it (the service, or SIGTERM to the
+    /// running process: turns recorded); `install` / `uninstall`: a systemd user service;
+    /// `start` / `restart`: the installed service.
+    #[arg(value_parser = ["run", "status", "stop", "install", "uninstall", "start", "restart"])]
     pub action: Option<String>,
 
     /// Address to listen on (default 127.0.0.1; others need API_SERVER_KEY).
@@ -54,6 +58,22 @@ pub struct GatewayArgs {
 const API_SERVER: &str = "api_server";
 
 pub async fn run(common: &CommonArgs, args: &GatewayArgs) -> Result<ExitCode, CliError> {
+    let merged = common.merged(&args.common);
+    let home = || crate::session::load_home(&merged).map(|(home, _, _)| home);
+    match args.action.as_deref() {
+        Some("status") => return status(&merged),
+        Some("stop") => {
+            let home = home()?;
+            if gateway_service::Service::of(&home).is_ok_and(|s| s.installed()) {
+                return gateway_service::control(&home, "stop");
+            }
+            return stop(&merged).await;
+        }
+        Some("install") => return gateway_service::install(&home()?),
+        Some("uninstall") => return gateway_service::uninstall(&home()?),
+        Some(action @ ("start" | "restart")) => return gateway_service::control(&home()?, action),
+        _ => {}
+    }
     let common = CommonArgs {
         resume: None,
         continue_last: false,
@@ -64,6 +84,11 @@ pub async fn run(common: &CommonArgs, args: &GatewayArgs) -> Result<ExitCode, Cl
     let server_config = server_config(args, config, env, home.profile_name())?;
     api_server::check_bind(&server_config.host, server_config.key.as_deref())
         .map_err(|e| CliError::config(e.to_string()))?;
+    if let Some(pid) = chat::state::running_pid(home.root()) {
+        return Err(CliError::config(format!(
+            "a gateway is already running for this home (pid {pid}); stop it with `hermes gateway stop`"
+        )));
+    }
     let cwd = crate::session::working_dir(config)?;
     let BuiltAdapters {
         adapters,
@@ -125,13 +150,13 @@ pub async fn run(common: &CommonArgs, args: &GatewayArgs) -> Result<ExitCode, Cl
             println!("{} started", adapter.name());
         }
         background.push(tokio::spawn(gateway.clone().run(shutdown.clone())));
-        background.push(tokio::spawn(chat::state::keep_written(
-            gateway.clone(),
-            home.root().to_path_buf(),
-            Some(format!("http://{addr}/v1")),
-            shutdown.clone(),
-        )));
     }
+    background.push(tokio::spawn(chat::state::keep_written(
+        chats.clone(),
+        home.root().to_path_buf(),
+        Some(format!("http://{addr}/v1")),
+        shutdown.clone(),
+    )));
     let delivery = Arc::new(chat::delivery::CronDelivery::new(directory, &config.raw));
     background.push(tokio::spawn(chat::scheduler::run(
         runtime.clone(),
@@ -152,6 +177,107 @@ pub async fn run(common: &CommonArgs, args: &GatewayArgs) -> Result<ExitCode, Cl
         let _ = tokio::time::timeout(Duration::from_secs(40), task).await;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `hermes gateway status`: whether a gateway runs for this home, and what its state file says.
+fn status(common: &CommonArgs) -> Result<ExitCode, CliError> {
+    let (home, _, _) = crate::session::load_home(common)?;
+    let (state, pid) = chat::state::read(home.root());
+    match pid {
+        Some(pid) => println!("Gateway running (pid {pid})."),
+        None => println!("Gateway not running."),
+    }
+    let Some(state) = state else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let age = |at: Option<f64>| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0);
+        at.map(|t| format_age((now - t).max(0.0) as u64))
+    };
+    if pid.is_some() {
+        if let Some(since) = age(state["started_at"].as_f64()) {
+            println!("  up {since}");
+        }
+        if let Some(api) = state["api_server"].as_str() {
+            println!("  API server  {api}");
+        }
+        println!(
+            "  live chats  {}",
+            state["live_chats"].as_u64().unwrap_or(0)
+        );
+    } else if let Some(ago) = age(state["stopped_at"].as_f64()) {
+        println!("  stopped {ago} ago");
+    }
+    for p in state["platforms"].as_array().into_iter().flatten() {
+        let mut line = format!(
+            "  {:<10} {:<12} received {}, sent {}, reconnects {}",
+            p["name"].as_str().unwrap_or("?"),
+            p["state"].as_str().unwrap_or("?"),
+            p["received"].as_u64().unwrap_or(0),
+            p["sent"].as_u64().unwrap_or(0),
+            p["reconnects"].as_u64().unwrap_or(0),
+        );
+        if let Some(error) = p["last_error"]["error"].as_str() {
+            let when = age(p["last_error"]["at"].as_f64()).unwrap_or_default();
+            line.push_str(&format!("\n             last error {when} ago: {error}"));
+        }
+        println!("{line}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn format_age(secs: u64) -> String {
+    match secs {
+        s if s < 60 => format!("{s}s"),
+        s if s < 3600 => format!("{}m", s / 60),
+        s if s < 86_400 => format!("{}h {}m", s / 3600, s % 3600 / 60),
+        s => format!("{}d {}h", s / 86_400, s % 86_400 / 3600),
+    }
+}
+
+/// `hermes gateway stop`: SIGTERM to the running gateway, then waits (up to a minute) for it
+/// to finish its turns and exit.
+async fn stop(common: &CommonArgs) -> Result<ExitCode, CliError> {
+    let (home, _, _) = crate::session::load_home(common)?;
+    let Some(pid) = chat::state::running_pid(home.root()) else {
+        println!("Gateway not running.");
+        return Ok(ExitCode::SUCCESS);
+    };
+    if let Err(e) = send_sigterm(pid) {
+        return Err(CliError::runtime(format!(
+            "cannot signal the gateway (pid {pid}): {e}"
+        )));
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while chat::state::alive(pid) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    if chat::state::alive(pid) {
+        return Err(CliError::runtime(format!(
+            "the gateway (pid {pid}) is still finishing its turns after a minute"
+        )));
+    }
+    println!("Gateway stopped (pid {pid}).");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// SIGTERM to `pid` (never to pid 0 or 1, which would mean a group or init).
+#[allow(unsafe_code)]
+fn send_sigterm(pid: u32) -> std::io::Result<()> {
+    let raw = libc::pid_t::try_from(pid)
+        .ok()
+        .filter(|p| *p > 1)
+        .ok_or_else(|| std::io::Error::other("not a process id"))?;
+    // SAFETY: kill(2) only sends a signal; the pid was read from our pid file and checked to
+    // be a live gateway, and a stale one at worst yields ESRCH.
+    if unsafe { libc::kill(raw, libc::SIGTERM) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }
 
 fn spawn_signal_handler(shutdown: CancellationToken) {

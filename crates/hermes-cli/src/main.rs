@@ -7,6 +7,7 @@ mod config_cmd;
 mod cron_cmd;
 mod error;
 mod gateway_cmd;
+mod gateway_service;
 mod interaction;
 mod logging;
 mod login_cmd;
@@ -15,6 +16,7 @@ mod memory_cmd;
 mod model_cmd;
 mod model_list;
 mod oneshot;
+mod pairing_cmd;
 mod profile_cmd;
 mod prompt_size;
 mod render;
@@ -97,5 +99,6 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             runtime.block_on(gateway_cmd::run(&cli.common, gateway))
         }
         (None, Some(Command::Login(login))) => runtime.block_on(login_cmd::run(&cli.common, login)),
+        (None, Some(Command::Pairing(pairing))) => pairing_cmd::run(&cli.common, pairing),
     }
 }

@@ -26,6 +26,9 @@ pub struct NewJob {
     pub skills: Vec<String>,
     pub model: Option<String>,
     pub provider: Option<String>,
+    /// The chat the job was created from (the Python Hermes's `origin` object), where
+    /// `deliver: origin` sends; without `deliver`, a job with an origin delivers there.
+    pub origin: Option<Value>,
 }
 
 /// What `hermes cron edit` and the tool's `update` may change; `None` leaves a field alone.

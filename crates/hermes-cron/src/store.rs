@@ -168,8 +168,10 @@ impl CronStore {
                 "last_status": null,
                 "last_error": null,
                 "last_delivery_error": null,
-                "deliver": opt(new.deliver).as_str().unwrap_or("local"),
-                "origin": null,
+                "deliver": opt(new.deliver)
+                    .as_str()
+                    .unwrap_or(if new.origin.is_some() { "origin" } else { "local" }),
+                "origin": new.origin,
                 "enabled_toolsets": null,
                 "workdir": null,
             });

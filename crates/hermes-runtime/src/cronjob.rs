@@ -106,7 +106,7 @@ impl Tool for CronjobTool {
                 "schedule": {"type": "string", "description": "'30m' (once, after a delay), 'every 2h', '0 9 * * *' (cron, local time) or an ISO time (once)"},
                 "name": {"type": "string"},
                 "repeat": {"type": "integer", "description": "Runs before the job completes; default once for one-shots, forever otherwise"},
-                "deliver": {"type": "string", "description": "'local' (default: saved) or 'origin' / 'platform:chat_id' (need the messaging gateway)"},
+                "deliver": {"type": "string", "description": "'origin' (the chat this conversation is in; the default in a chat), 'local' (saved only; the default elsewhere), 'platform:chat_id[:thread_id]' or a platform's name (its home channel)"},
                 "skills": {"type": "array", "items": {"type": "string"}, "description": "Skills loaded before the prompt, in order; [] clears on update"}
             },
             "required": ["action"]
@@ -121,7 +121,7 @@ impl Tool for CronjobTool {
         }
     }
 
-    async fn call(&self, args: Value, _ctx: &ToolContext) -> ToolResult {
+    async fn call(&self, args: Value, ctx: &ToolContext) -> ToolResult {
         let action = text(&args, "action")
             .unwrap_or_default()
             .trim()
@@ -150,14 +150,27 @@ impl Tool for CronjobTool {
                         repeat: args.get("repeat").and_then(Value::as_i64),
                         deliver: text(&args, "deliver"),
                         skills,
+                        origin: ctx.origin.as_ref().map(|o| o.to_json()),
                         ..NewJob::default()
                     })
                     .map_err(err)?;
-                let mut message = format!(
-                    "Cron job '{}' created. It runs when `hermes cron tick` runs (from the user's crontab; `hermes cron status` tells).",
-                    job.name()
-                );
-                if let Some(note) = crate::cron::delivery_note(&job) {
+                // A job created from a chat lives in the gateway, whose scheduler runs it and
+                // delivers its answers.
+                let mut message = if ctx.origin.is_some() {
+                    format!(
+                        "Cron job '{}' created. The gateway runs it on schedule and delivers its answers ({}).",
+                        job.name(),
+                        job.deliver()
+                    )
+                } else {
+                    format!(
+                        "Cron job '{}' created. It runs when `hermes cron tick` runs (from the user's crontab; `hermes cron status` tells).",
+                        job.name()
+                    )
+                };
+                if ctx.origin.is_none()
+                    && let Some(note) = crate::cron::delivery_note(&job)
+                {
                     message.push_str(&format!(" Note: {note}."));
                 }
                 Ok(json!({

@@ -124,7 +124,7 @@ impl Session {
         )?;
         let judge = Arc::new(SwitchableJudge::new(&providers));
         let handle = SessionHandle::new(persistence.session_id());
-        let tool_ctx = ToolContext::for_session(SessionTools {
+        let mut tool_ctx = ToolContext::for_session(SessionTools {
             cwd: spec.cwd.clone(),
             home: runtime.home(),
             config,
@@ -135,6 +135,7 @@ impl Session {
             known_secrets: known_secrets(provider_spec),
             session: handle.clone(),
         })?;
+        tool_ctx.origin = spec.origin.clone().map(Arc::new);
         let (options, warnings) = agent_options(config, spec, provider_spec)?;
         for w in &warnings {
             runtime.warn(w);

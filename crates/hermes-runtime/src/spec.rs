@@ -84,6 +84,9 @@ pub struct SessionSpec {
     pub ignore_rules: bool,
     /// Append each turn to `trajectories/` (else `agent.save_trajectories`).
     pub save_trajectories: bool,
+    /// The chat the session talks in (gateway chats): tools see it (a cron job created
+    /// there delivers back to it).
+    pub origin: Option<hermes_tools::ChatOrigin>,
 }
 
 impl SessionSpec {
@@ -100,6 +103,7 @@ impl SessionSpec {
             reasoning_effort: None,
             ignore_rules: false,
             save_trajectories: false,
+            origin: None,
         }
     }
 }

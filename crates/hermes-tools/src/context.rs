@@ -48,6 +48,33 @@ impl SessionHandle {
     }
 }
 
+/// The chat a session talks in (gateway sessions only): where a cron job created from it
+/// delivers (`deliver: origin`), stored in the job as the Python Hermes stores it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChatOrigin {
+    pub platform: String,
+    pub chat_id: String,
+    /// `dm`, `group`, `channel` (as the gateway keys sessions).
+    pub chat_type: String,
+    pub chat_name: Option<String>,
+    pub thread_id: Option<String>,
+    pub user_id: Option<String>,
+}
+
+impl ChatOrigin {
+    /// The job's `origin` object (the Python Hermes's fields).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "platform": self.platform,
+            "chat_id": self.chat_id,
+            "chat_type": self.chat_type,
+            "chat_name": self.chat_name,
+            "thread_id": self.thread_id,
+            "user_id": self.user_id,
+        })
+    }
+}
+
 #[derive(Clone)]
 pub struct ToolContext {
     /// Relative paths and commands start here.
@@ -70,6 +97,8 @@ pub struct ToolContext {
     pub redactor: Arc<Redactor>,
     pub protected: Arc<ProtectedPaths>,
     pub search_guard: Arc<RepeatGuard>,
+    /// The chat this session talks in, when it is a gateway chat.
+    pub origin: Option<Arc<ChatOrigin>>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -124,6 +153,7 @@ impl ToolContext {
             redactor: Arc::new(Redactor::from_process()),
             protected: Arc::new(protected),
             search_guard: Arc::new(RepeatGuard::default()),
+            origin: None,
         }
     }
 
@@ -160,6 +190,7 @@ impl ToolContext {
             redactor: Arc::new(redactor),
             protected: Arc::new(protected),
             search_guard: Arc::new(RepeatGuard::default()),
+            origin: None,
         })
     }
 

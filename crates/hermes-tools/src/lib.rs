@@ -29,7 +29,7 @@ pub use approval::{
     Verdict,
 };
 pub use budget::IterationBudget;
-pub use context::{SessionHandle, SessionTools, ToolContext};
+pub use context::{ChatOrigin, SessionHandle, SessionTools, ToolContext};
 pub use interaction::{ApprovalAnswer, ApprovalRequest, Interaction, NonInteractive};
 pub use process::ProcessRegistry;
 pub use redact::Redactor;

@@ -2,7 +2,7 @@
 //! address read from its first line, stopped with SIGTERM (or killed when dropped).
 
 use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, ChildStderr, Stdio};
+use std::process::{Child, ChildStderr, ChildStdout, Stdio};
 use std::time::{Duration, Instant};
 
 use hermes_testkit::TestHome;
@@ -13,6 +13,8 @@ use super::bin;
 pub struct Gateway {
     pub child: Child,
     pub addr: String,
+    /// Kept open: a gateway whose stdout is closed would fail its later lines.
+    stdout: BufReader<ChildStdout>,
     stderr: Option<ChildStderr>,
 }
 
@@ -27,9 +29,8 @@ impl Gateway {
             .spawn()
             .unwrap();
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        stdout.read_line(&mut line).unwrap();
         let addr = line
             .trim()
             .strip_prefix("API server listening on http://")
@@ -38,9 +39,17 @@ impl Gateway {
             .to_string();
         Gateway {
             stderr: child.stderr.take(),
+            stdout,
             child,
             addr,
         }
+    }
+
+    /// The next line the gateway prints (blocks until it does).
+    pub fn next_line(&mut self) -> String {
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        line.trim_end().to_string()
     }
 
     /// Sends SIGTERM and waits (at most 15 s) for the exit; returns the code and stderr.

@@ -178,6 +178,54 @@ impl ChatInteraction {
     }
 }
 
+/// Closes an approval the gate stopped waiting for, and says so in the chat (the prompt's
+/// buttons would otherwise look live).
+struct Unanswered<'a> {
+    interaction: &'a ChatInteraction,
+    id: u64,
+    asked: std::time::Instant,
+    armed: bool,
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let questions = &self.interaction.questions;
+        let still_open = {
+            let mut open = questions.lock();
+            match open.take() {
+                Some(Open::Approval { id, .. }) if id == self.id => true,
+                other => {
+                    *open = other;
+                    false
+                }
+            }
+        };
+        if !still_open {
+            return;
+        }
+        let text = if self.asked.elapsed() + Duration::from_millis(100) >= self.interaction.timeout
+        {
+            "⏱️ No answer: denied."
+        } else {
+            "🚫 Stopped before an answer: denied."
+        };
+        let (adapter, chat) = (
+            self.interaction.adapter.clone(),
+            self.interaction.chat.clone(),
+        );
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                if let Err(e) = adapter.send(&chat, &OutboundMessage::text(text)).await {
+                    tracing::warn!("{}: cannot say an approval lapsed: {e}", chat.platform);
+                }
+            });
+        }
+    }
+}
+
 /// The approval prompt's text.
 pub fn approval_text(request: &ApprovalRequest, buttons: bool, timeout: Duration) -> String {
     let command = hermes_tools::output::shorten_line(&request.command, 300);
@@ -281,16 +329,16 @@ impl Interaction for ChatInteraction {
                 .with_buttons(buttons),
         )
         .await;
-        let answer = match tokio::time::timeout(self.timeout, rx).await {
-            Ok(Ok(answer)) => answer,
-            Ok(Err(_)) => ApprovalAnswer::Deny,
-            Err(_) => {
-                self.questions.cancel();
-                self.send(OutboundMessage::text("⏱️ No answer: denied."))
-                    .await;
-                return ApprovalAnswer::Deny;
-            }
+        // The approval gate bounds the wait (`approvals.timeout`) and drops this future when
+        // it runs out or the turn is interrupted: the guard then tells the chat.
+        let mut unanswered = Unanswered {
+            interaction: self,
+            id,
+            asked: std::time::Instant::now(),
+            armed: true,
         };
+        let answer = rx.await.unwrap_or(ApprovalAnswer::Deny);
+        unanswered.armed = false;
         let said = match answer {
             ApprovalAnswer::Once => "✅ Approved once.",
             ApprovalAnswer::Session => "✅ Approved for this session.",

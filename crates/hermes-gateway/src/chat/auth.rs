@@ -8,7 +8,7 @@
 
 use crate::pairing::PairingStore;
 use crate::platform::settings::{PlatformsConfig, UnauthorizedDm};
-use crate::platform::{ChatType, InboundMessage};
+use crate::platform::{ChatRef, ChatType, InboundMessage};
 
 /// What to do with a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,13 +30,32 @@ pub fn decide(
     pairing: &PairingStore,
     message: &InboundMessage,
 ) -> Access {
-    let chat = &message.chat;
+    decide_for(platforms, pairing, &message.chat, &message.user_id)
+}
+
+/// Whether `user_id` may press the gateway's buttons in `chat` (approve a command, answer a
+/// question): the same rule as for writing there, so a stranger in a group cannot approve.
+pub fn may_answer(
+    platforms: &PlatformsConfig,
+    pairing: &PairingStore,
+    chat: &ChatRef,
+    user_id: &str,
+) -> bool {
+    decide_for(platforms, pairing, chat, user_id) == Access::Allowed
+}
+
+fn decide_for(
+    platforms: &PlatformsConfig,
+    pairing: &PairingStore,
+    chat: &ChatRef,
+    user_id: &str,
+) -> Access {
     if chat.chat_type == ChatType::Webhook || chat.platform == "webhook" {
         return Access::Allowed;
     }
     let gateway = &platforms.access;
     let platform = platforms.get(&chat.platform).map(|p| &p.access);
-    let user = message.user_id.trim();
+    let user = user_id.trim();
     if gateway.allow_all || platform.is_some_and(|p| p.allow_all) {
         return Access::Allowed;
     }

@@ -127,6 +127,13 @@ impl ChatGateway {
                 data,
                 ..
             } => {
+                if !auth::may_answer(&self.platforms, &self.pairing, &chat, &user_id) {
+                    tracing::debug!(
+                        "{}: ignored a button press from unauthorised user {user_id}",
+                        chat.platform
+                    );
+                    return;
+                }
                 let key = routes::key_for(&chat, Some(&user_id), self.shared.settings.keys);
                 let workers = self.workers.lock().await;
                 if let Some(w) = workers.get(&key) {

@@ -262,7 +262,7 @@ impl Routes {
     /// Every chat seen, most recently active first.
     pub fn all(&self) -> Vec<Route> {
         let mut all: Vec<Route> = self.lock().values().cloned().collect();
-        all.sort_by_key(|b| std::cmp::Reverse(b.updated_at));
+        all.sort_by_key(|r| std::cmp::Reverse(r.updated_at));
         all
     }
 

@@ -40,7 +40,6 @@ pub struct Shared {
 /// What reaches a chat's worker.
 #[derive(Debug)]
 pub enum ChatInput {
-    /// Boxed: a message is large and buttons are small, and both share the chat's queue.
     Message(Box<InboundMessage>),
     /// A press of one of the gateway's buttons.
     Button(String),
@@ -289,6 +288,14 @@ impl Worker {
         let spec = SessionSpec {
             platform: Platform::Gateway(self.chat.platform.clone()),
             resume,
+            origin: Some(hermes_tools::ChatOrigin {
+                platform: self.chat.platform.clone(),
+                chat_id: self.chat.chat_id.clone(),
+                chat_type: self.chat.chat_type.as_str().to_string(),
+                chat_name: None,
+                thread_id: self.chat.thread_id.clone(),
+                user_id: None,
+            }),
             ..self.shared.base.clone()
         };
         let interaction = Arc::new(ChatInteraction {

@@ -343,6 +343,8 @@ impl PlatformsConfig {
                 &mut warnings,
             ));
         }
+        // The API server's block is the gateway's own (`gateway_cmd` reads it), not a chat.
+        blocks.remove("api_server");
         for name in blocks.keys() {
             warnings.push(format!(
                 "platforms.{name}: not a platform the Hermes gateway knows; ignored"
