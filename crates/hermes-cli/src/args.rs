@@ -61,6 +61,8 @@ pub enum Command {
     /// The gateway: the API server, the chat platforms and cron in one process (`run`, the
     /// default, in the foreground; `status`; `stop`).
     Gateway(crate::gateway_cmd::GatewayArgs),
+    /// Sign in to Nous Portal or OpenAI Codex (ChatGPT) with a device code; tokens go to auth.json.
+    Login(crate::login_cmd::LoginArgs),
     /// Chat users waiting for approval, and those approved: list, approve, revoke.
     Pairing(crate::pairing_cmd::PairingArgs),
     /// Command approvals: `check` prints the verdict the terminal tool would reach.

@@ -11,6 +11,7 @@ mod gateway_cmd;
 mod gateway_service;
 mod interaction;
 mod logging;
+mod login_cmd;
 mod mcp_cmd;
 mod memory_cmd;
 mod model_cmd;
@@ -104,6 +105,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         (None, Some(Command::Gateway(gateway))) => {
             runtime.block_on(gateway_cmd::run(&cli.common, gateway))
         }
+        (None, Some(Command::Login(login))) => runtime.block_on(login_cmd::run(&cli.common, login)),
         (None, Some(Command::Pairing(pairing))) => pairing_cmd::run(&cli.common, pairing),
         (None, Some(Command::Approvals(approvals))) => approvals_cmd::run(&cli.common, approvals),
     }

@@ -24,6 +24,9 @@ const GRACE_NOTE: &str = "[System: you have used all the tool calls allowed for 
 /// Turns in a row in which every tool call was invalid before the agent gives up.
 const MAX_INVALID_TOOL_TURNS: u32 = 3;
 
+/// Context overflows recovered from in one turn (each retry sends a smaller request).
+const MAX_OVERFLOW_RECOVERIES: u32 = 4;
+
 /// Turn-loop settings.
 #[derive(Debug, Clone)]
 pub struct AgentOptions {
@@ -80,6 +83,8 @@ pub struct Agent {
     memory_provider: Option<Arc<dyn MemoryProvider>>,
     /// Keeps long conversations inside the context window.
     compressor: Option<Compressor>,
+    /// Stops a tool call repeated while it keeps failing (`agent.loop_guard`).
+    loop_guard: crate::loop_guard::LoopGuardSettings,
 }
 
 impl std::fmt::Debug for Agent {
@@ -118,7 +123,14 @@ impl Agent {
             chat_history: tokio::sync::Mutex::new(Vec::new()),
             memory_provider: None,
             compressor: None,
+            loop_guard: Default::default(),
         }
+    }
+
+    /// Sets the loop guard's thresholds (`agent.loop_guard`; on by default).
+    pub fn with_loop_guard(mut self, settings: crate::loop_guard::LoopGuardSettings) -> Agent {
+        self.loop_guard = settings;
+        self
     }
 
     /// Enables context compression.
@@ -274,7 +286,8 @@ impl Agent {
         let mut invalid_turns = 0u32;
         // Prompt tokens the provider reported for the last call, and how many messages it saw.
         let mut last_prompt: Option<(u64, usize)> = None;
-        let mut overflow_retried = false;
+        let mut overflow_recoveries = 0u32;
+        let mut guard = crate::loop_guard::LoopGuard::new(self.loop_guard);
         loop {
             let grace = !budget.try_consume();
             if grace {
@@ -312,23 +325,34 @@ impl Agent {
                     reason,
                     class,
                     retry_after,
+                    detail,
                 }) => {
                     if class == ErrorClass::ContextOverflow {
                         sink.emit(AgentEvent::Status(
                             "the conversation is too long for this model".into(),
                         ));
-                        // Compress and try once more; the failed call does not count.
-                        if !overflow_retried && let Some(c) = &self.compressor {
-                            overflow_retried = true;
-                            let out = c
-                                .compress_overflow(
+                        // Shrink and try again while the request gets smaller; the failed call
+                        // does not count.
+                        if overflow_recoveries < MAX_OVERFLOW_RECOVERIES
+                            && let Some(c) = &self.compressor
+                        {
+                            overflow_recoveries += 1;
+                            let spill = self
+                                .tool_ctx
+                                .protected
+                                .hermes_home()
+                                .map(|h| h.join("cache/tool_results"));
+                            if let Some(out) = c
+                                .recover_overflow(
+                                    &detail,
                                     &self.system_prompt,
                                     tools,
                                     &turn.messages,
+                                    spill.as_deref(),
                                     &cancel,
                                 )
-                                .await;
-                            if out.tokens_after < out.tokens_before {
+                                .await
+                            {
                                 apply_compression(&mut turn, out, sink);
                                 last_prompt = None;
                                 budget.refund();
@@ -384,10 +408,11 @@ impl Agent {
             }
 
             let truncated = response.finish_reason == Some(FinishReason::Length);
-            let planned = self.plan_calls(&response.tool_calls, truncated);
+            let mut planned = self.plan_calls(&response.tool_calls, truncated);
             let all_invalid = planned
                 .iter()
                 .all(|p| matches!(p.action, Action::Reject(_)));
+            let guard_stop = guard.review(&mut planned);
             append(
                 &mut turn,
                 sink,
@@ -403,12 +428,16 @@ impl Agent {
                 &ctx,
                 sink,
                 self.options.max_parallel_tools,
-                &mut |result| append(&mut turn, sink, result),
+                &mut |result| append(&mut turn, sink, guard.observe(&planned, result)),
             )
             .await;
 
             if cancel.is_cancelled() {
                 turn.end = TurnEnd::Interrupted;
+                break;
+            }
+            if let Some(reason) = guard_stop {
+                turn.end = TurnEnd::failed(ErrorClass::ToolLoop, reason);
                 break;
             }
             invalid_turns = if all_invalid { invalid_turns + 1 } else { 0 };

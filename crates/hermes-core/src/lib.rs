@@ -11,6 +11,7 @@ mod events;
 mod executor;
 mod history;
 pub mod injection;
+pub mod loop_guard;
 pub mod memory;
 mod model_call;
 pub mod prompt;

@@ -1,7 +1,10 @@
 //! One model call as the agent needs it: streamed to the event sink as it arrives (answer text
-//! with `<think>` blocks routed to reasoning), retried with backoff on transient failures,
-//! resumed after a stream that broke mid-answer (the text already shown is kept and the model
-//! asked to continue from it), and cancellable at any point.
+//! with `<think>` blocks routed to reasoning), retried with backoff on transient failures
+//! (not when a local server is down or the response used up its deadline), resumed after a
+//! stream that broke mid-answer (the text already shown is kept and the model asked to
+//! continue from it), and cancellable at any point. Failures end with a one-line reason that
+//! says what to fix (the key, the model, `model.tool_calling: prompt` for an endpoint that
+//! rejects tools).
 
 use std::borrow::Cow;
 
@@ -28,12 +31,14 @@ pub(crate) const CONTINUE_NOTE: &str = "[System: your previous reply was cut off
 pub(crate) enum CallFailure {
     /// The user interrupted; what had been streamed so far.
     Interrupted { text: String, reasoning: String },
-    /// Unrecoverable (or retries exhausted): a one-line reason for the user, its class, and
-    /// the wait the provider asked for (rate limits).
+    /// Unrecoverable (or retries exhausted): a one-line reason for the user, its class, the
+    /// wait the provider asked for (rate limits), and the provider's own message (overflow
+    /// recovery reads the window from it).
     Failed {
         reason: String,
         class: ErrorClass,
         retry_after: Option<std::time::Duration>,
+        detail: String,
     },
 }
 
@@ -116,6 +121,7 @@ impl ModelCall<'_> {
                     reason: "no model provider is configured".into(),
                     class: ErrorClass::FormatError,
                     retry_after: None,
+                    detail: String::new(),
                 });
             };
             let request = ChatRequest {
@@ -163,13 +169,17 @@ impl ModelCall<'_> {
                         continue;
                     }
                     let exhausted = retries >= self.retry.max_retries;
-                    if !class.is_retryable() || exhausted {
-                        let reason = if class.is_retryable() {
+                    let retryable = error.is_retryable();
+                    if !retryable || exhausted {
+                        let reason = if retryable {
                             format!("API call failed after {retries} retries: {error}")
                         } else {
                             self.explain(target.provider.as_ref(), &error, class)
                         };
-                        if falls_back_on(class, exhausted)
+                        // A transport failure not worth retrying here (a local server that is
+                        // down) counts as spent retries: another provider may still answer.
+                        let spent = exhausted || class.is_retryable();
+                        if falls_back_on(class, spent)
                             && let Some(next) = self.fall_back()
                         {
                             sink.emit(AgentEvent::Status(format!(
@@ -184,6 +194,7 @@ impl ModelCall<'_> {
                             reason,
                             class,
                             retry_after: error.retry_after(),
+                            detail: error.to_string(),
                         });
                     }
                     let delay = if cut {
@@ -309,6 +320,9 @@ impl ModelCall<'_> {
             ErrorClass::ModelNotFound => format!(
                 "{error} (check model.default in config.yaml, or pass --model; endpoint {})",
                 provider.endpoint()
+            ),
+            _ if error.rejects_native_tools() => format!(
+                "{error} (this endpoint does not take tools the native way; set model.tool_calling: prompt in config.yaml to describe them in the prompt instead)"
             ),
             _ => error.to_string(),
         }

@@ -20,6 +20,7 @@ pub struct Anthropic {
     api_key: Option<String>,
     cache_ttl: Option<String>,
     client: reqwest::Client,
+    limits: crate::limits::StreamLimits,
 }
 
 impl Anthropic {
@@ -36,7 +37,8 @@ impl Anthropic {
             url,
             api_key: spec.api_key.clone(),
             cache_ttl: options.cache_ttl.clone(),
-            client: http::client(&options.timeouts)?,
+            client: http::client_for(&options.timeouts, &spec.base_url)?,
+            limits: options.limits,
         })
     }
 }
@@ -59,8 +61,8 @@ impl Provider for Anthropic {
         if let Some(key) = &self.api_key {
             headers.push(("x-api-key", key.clone()));
         }
-        let response = http::post_json(&self.client, &self.url, &headers, body).await?;
-        events_of(response, wire::Decoder::default(), wire::message_events).await
+        let sent = http::post_json(&self.client, &self.url, &headers, body, &self.limits).await?;
+        events_of(sent, wire::Decoder::default(), wire::message_events).await
     }
 }
 

@@ -30,6 +30,7 @@ pub struct Bedrock {
     region: String,
     auth: Auth,
     client: reqwest::Client,
+    limits: crate::limits::StreamLimits,
 }
 
 impl Bedrock {
@@ -62,7 +63,8 @@ impl Bedrock {
             base,
             region,
             auth,
-            client: http::client(&options.timeouts)?,
+            client: http::client_for(&options.timeouts, &spec.base_url)?,
+            limits: options.limits,
         })
     }
 
@@ -148,9 +150,9 @@ impl Provider for Bedrock {
         );
         let headers = self.headers(&path, &body);
         let url = format!("{}{path}", self.base);
-        let response = http::post_json(&self.client, &url, &headers, body).await?;
+        let sent = http::post_json(&self.client, &url, &headers, body, &self.limits).await?;
         Ok(crate::stream::decode_body(
-            response,
+            sent,
             eventstream::FrameDecoder::new(),
             wire::Decoder::default(),
         ))
@@ -159,8 +161,8 @@ impl Provider for Bedrock {
 
 impl crate::stream::Framing for eventstream::FrameDecoder {
     type Frame = eventstream::Frame;
-    fn push(&mut self, bytes: &[u8]) -> Result<Vec<eventstream::Frame>, String> {
-        eventstream::FrameDecoder::push(self, bytes)
+    fn push(&mut self, bytes: &[u8]) -> Result<Vec<eventstream::Frame>, crate::stream::FrameError> {
+        eventstream::FrameDecoder::push(self, bytes).map_err(crate::stream::FrameError::Malformed)
     }
 }
 

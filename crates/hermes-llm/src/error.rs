@@ -8,6 +8,8 @@ use serde_json::Value;
 
 pub use hermes_protocol::ErrorClass;
 
+use crate::limits::LimitExceeded;
+
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum LlmError {
     /// The server answered with an error status.
@@ -34,6 +36,16 @@ pub enum LlmError {
     /// Bad setup on our side (client construction, unsupported option).
     #[error("{0}")]
     Config(String),
+    /// The response crossed a bound on size or time ([`crate::limits`]).
+    #[error("{0}")]
+    Limit(#[from] crate::limits::LimitExceeded),
+    /// The credentials could not be obtained (not signed in, refresh refused).
+    #[error("{0}")]
+    Auth(String),
+    /// Nothing answers at an endpoint on this machine (connection refused): retrying cannot
+    /// help until the user starts the server.
+    #[error("cannot connect to {endpoint} ({detail}); is the server running?")]
+    Unreachable { endpoint: String, detail: String },
 }
 
 impl LlmError {
@@ -48,6 +60,82 @@ impl LlmError {
             LlmError::InStream(message) => classify_message(message).unwrap_or(ErrorClass::Unknown),
             LlmError::Decode(_) => ErrorClass::Unknown,
             LlmError::Config(_) => ErrorClass::FormatError,
+            LlmError::Auth(_) => ErrorClass::Auth,
+            LlmError::Limit(
+                LimitExceeded::AnswerTooLarge { .. } | LimitExceeded::EventTooLarge { .. },
+            ) => ErrorClass::FormatError,
+            LlmError::Limit(LimitExceeded::Stalled { .. } | LimitExceeded::Deadline { .. })
+            | LlmError::Unreachable { .. } => ErrorClass::Timeout,
+        }
+    }
+
+    /// Whether trying the same request again can succeed: the class says so, except for a
+    /// local server that is not running and a response that already used its whole deadline
+    /// (both would fail the same way, only later).
+    pub fn is_retryable(&self) -> bool {
+        !matches!(
+            self,
+            LlmError::Unreachable { .. } | LlmError::Limit(LimitExceeded::Deadline { .. })
+        ) && self.class().is_retryable()
+    }
+
+    /// The endpoint rejected the request because it cannot take tools the native way (a vLLM
+    /// server without a tool parser, an Ollama model without tool support, llama.cpp without
+    /// `--jinja`): prompting the tools is the way out (`model.tool_calling: prompt`).
+    pub fn rejects_native_tools(&self) -> bool {
+        let LlmError::Http {
+            status, message, ..
+        } = self
+        else {
+            return false;
+        };
+        if !(400..500).contains(status) {
+            return false;
+        }
+        let m = message.to_ascii_lowercase();
+        [
+            "tool_choice",
+            "tool choice",
+            "does not support tools",
+            "do not support tools",
+            "tools are not supported",
+            "tool use is not supported",
+            "tool calling is not supported",
+            "function calling is not supported",
+            "does not support function calling",
+            "enable-auto-tool-choice",
+            "tool-call-parser",
+            "tools param requires",
+        ]
+        .iter()
+        .any(|n| m.contains(n))
+    }
+
+    /// The same error with credentials taken out of its text (see [`crate::redact`]).
+    pub fn redacted(self, secrets: &crate::redact::Secrets) -> LlmError {
+        let r = |s: String| secrets.redact(&s);
+        match self {
+            LlmError::Http {
+                status,
+                message,
+                retry_after,
+            } => LlmError::Http {
+                status,
+                message: r(message),
+                retry_after,
+            },
+            LlmError::Connect(s) => LlmError::Connect(r(s)),
+            LlmError::Timeout(s) => LlmError::Timeout(r(s)),
+            LlmError::StreamCut(s) => LlmError::StreamCut(r(s)),
+            LlmError::InStream(s) => LlmError::InStream(r(s)),
+            LlmError::Decode(s) => LlmError::Decode(r(s)),
+            LlmError::Config(s) => LlmError::Config(r(s)),
+            LlmError::Auth(s) => LlmError::Auth(r(s)),
+            LlmError::Unreachable { endpoint, detail } => LlmError::Unreachable {
+                endpoint: r(endpoint),
+                detail: r(detail),
+            },
+            limit @ LlmError::Limit(_) => limit,
         }
     }
 
@@ -201,6 +289,37 @@ fn classify_message(message: &str) -> Option<ErrorClass> {
     } else {
         None
     }
+}
+
+/// Patterns providers use to state their context window, tried in order (the Python Hermes's
+/// list: vLLM's `max_model_len`, OpenAI's "maximum context length is N", Anthropic's
+/// "N tokens > M maximum", "context window of N", ...), after Anthropic's "A + B > N".
+static CONTEXT_LIMIT: std::sync::LazyLock<Vec<regex::Regex>> = std::sync::LazyLock::new(|| {
+    [
+        // Anthropic: "exceed context limit: 190000 + 32000 > 200000" (the window is last).
+        r"\d+\s*\+\s*\d+\s*>\s*(\d{4,})",
+        r"max_model_len\s*(?:is\s*)?[:=(]?\s*(\d{4,})",
+        r"maximum model length\s*(?:is\s*)?[:=(]?\s*(\d{4,})",
+        r"(?:max(?:imum)?|limit)\s*(?:context\s*)?(?:length|size|window)?\s*(?:is|of|:)?\s*(\d{4,})",
+        r"context\s*(?:length|size|window)\s*(?:is|of|:)?\s*(\d{4,})",
+        r"(\d{4,})\s*(?:token)?\s*(?:context|limit)",
+        r">\s*(\d{4,})\s*(?:max|limit|token)",
+        r"(\d{4,})\s*(?:max(?:imum)?)\b",
+    ]
+    .iter()
+    .filter_map(|p| regex::Regex::new(p).ok())
+    .collect()
+});
+
+/// The context window a provider's error text names ("This model's maximum context length is
+/// 16384 tokens", "prompt is too long: 250000 tokens > 200000 maximum", ...), when it names
+/// a plausible one (1,024 to 10,000,000 tokens).
+pub fn context_limit(text: &str) -> Option<u64> {
+    let lower = text.to_ascii_lowercase();
+    CONTEXT_LIMIT.iter().find_map(|re| {
+        let n: u64 = re.captures(&lower)?.get(1)?.as_str().parse().ok()?;
+        (1_024..=10_000_000).contains(&n).then_some(n)
+    })
 }
 
 /// The human-readable message of an error body in any of the shapes providers use.
@@ -366,6 +485,104 @@ mod tests {
                 529
             ),
             "Overloaded"
+        );
+    }
+
+    #[test]
+    fn limits_and_unreachable_servers_are_not_retried_blindly() {
+        let stalled = LlmError::Limit(LimitExceeded::Stalled {
+            after: Duration::from_secs(3),
+        });
+        assert!(stalled.is_retryable(), "a stall may be transient");
+        for e in [
+            LlmError::Limit(LimitExceeded::Deadline {
+                after: Duration::from_secs(3),
+            }),
+            LlmError::Limit(LimitExceeded::AnswerTooLarge { limit: 10 }),
+            LlmError::Limit(LimitExceeded::EventTooLarge { limit: 10 }),
+            LlmError::Unreachable {
+                endpoint: "http://127.0.0.1:9/v1".into(),
+                detail: "connection refused".into(),
+            },
+        ] {
+            assert!(!e.is_retryable(), "{e}");
+        }
+        let e = LlmError::Unreachable {
+            endpoint: "http://127.0.0.1:9/v1/chat/completions".into(),
+            detail: "connection refused".into(),
+        };
+        assert!(e.to_string().ends_with("is the server running?"), "{e}");
+    }
+
+    #[test]
+    fn context_windows_are_read_from_every_phrasing() {
+        for (text, window) in [
+            (
+                "This model's maximum context length is 16384 tokens. However, your messages resulted in 40000 tokens.",
+                Some(16_384),
+            ),
+            (
+                "prompt is too long: 250000 tokens > 200000 maximum",
+                Some(200_000),
+            ),
+            ("max_model_len=32768 exceeded", Some(32_768)),
+            (
+                "Requested tokens exceed context window of 131072",
+                Some(131_072),
+            ),
+            (
+                "input length and max_tokens exceed context limit: 190000 + 32000 > 200000",
+                Some(200_000),
+            ),
+            ("the context is too long", None),
+            ("maximum context length is 12 tokens", None),
+        ] {
+            assert_eq!(context_limit(text), window, "{text}");
+        }
+    }
+
+    #[test]
+    fn tool_choice_rejections_are_recognised() {
+        for m in [
+            "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set",
+            "registry.ollama.ai/library/gemma:2b does not support tools",
+            "tools param requires --jinja flag",
+        ] {
+            assert!(
+                LlmError::Http {
+                    status: 400,
+                    message: m.into(),
+                    retry_after: None
+                }
+                .rejects_native_tools(),
+                "{m}"
+            );
+        }
+        assert!(
+            !LlmError::Http {
+                status: 400,
+                message: "Invalid 'messages[1].role'".into(),
+                retry_after: None
+            }
+            .rejects_native_tools()
+        );
+    }
+
+    #[test]
+    fn redaction_reaches_every_message() {
+        let secrets =
+            crate::redact::Secrets::from_headers([("authorization", "Bearer my-own-key-123")]);
+        let e = LlmError::Http {
+            status: 401,
+            message: "key my-own-key-123 rejected".into(),
+            retry_after: None,
+        }
+        .redacted(&secrets);
+        assert_eq!(e.to_string(), "HTTP 401: key [REDACTED] rejected");
+        let e = LlmError::InStream("bad token sk-abcdefghijkl".into()).redacted(&secrets);
+        assert_eq!(
+            e.to_string(),
+            "provider error in stream: bad token [REDACTED]"
         );
     }
 

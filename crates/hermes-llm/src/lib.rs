@@ -1,26 +1,33 @@
 //! Talking to language models. The [`Provider`] trait streams provider-neutral
 //! [`StreamEvent`]s for a [`ChatRequest`]; one module per wire format converts to and from it
-//! (today: [`openai_chat`]). Around it: SSE parsing ([`sse`]), folding a stream into one
-//! assistant message ([`accumulate`]), `<think>` splitting ([`think`]), error classification
-//! ([`error`]), retry backoff ([`retry`]) and choosing a provider from config and environment
-//! ([`resolve`]).
+//! ([`openai_chat`], [`anthropic`], [`openai_responses`], `bedrock`). Around it: SSE parsing
+//! ([`sse`]), bounds on what a provider may send ([`limits`]), folding a stream into one
+//! assistant message ([`accumulate`]), `<think>` splitting ([`think`]), tool calls written as
+//! text ([`tool_text`]), error classification ([`error`]) and redaction ([`redact`]), retry
+//! backoff ([`retry`]), choosing a provider from config and environment ([`resolve`]), and the
+//! OAuth sign-ins the Python Hermes keeps in `auth.json` ([`auth_store`], [`oauth`]).
 
 pub mod accumulate;
 pub mod anthropic;
+pub mod auth_store;
 #[cfg(feature = "bedrock")]
 pub mod bedrock;
 pub mod catalogue;
 pub mod error;
 mod http;
+pub mod limits;
+pub mod oauth;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod pool;
 pub mod reasoning;
+pub mod redact;
 pub mod resolve;
 pub mod retry;
 pub mod sse;
 mod stream;
 pub mod think;
+pub mod tool_text;
 pub mod util;
 
 use std::pin::Pin;
@@ -31,6 +38,7 @@ use hermes_protocol::{Message, StreamEvent, ToolSchema};
 
 pub use accumulate::{AssistantResponse, ResponseAccumulator};
 pub use error::{ErrorClass, LlmError};
+pub use limits::{LimitExceeded, StreamLimits};
 pub use resolve::{Overrides, ProviderSpec, ResolveError, WireFormat, resolve};
 pub use retry::RetryPolicy;
 
@@ -88,10 +96,7 @@ pub fn build_provider_with(
     options: &ProviderOptions,
 ) -> Result<Arc<dyn Provider>, LlmError> {
     match spec.wire {
-        WireFormat::OpenAiChat => Ok(Arc::new(openai_chat::OpenAiChat::new(
-            spec,
-            &options.timeouts,
-        )?)),
+        WireFormat::OpenAiChat => Ok(Arc::new(openai_chat::OpenAiChat::new(spec, options)?)),
         WireFormat::Anthropic => Ok(Arc::new(anthropic::Anthropic::new(spec, options)?)),
         WireFormat::Responses => Ok(Arc::new(openai_responses::OpenAiResponses::new(
             spec, options,
@@ -118,6 +123,11 @@ pub struct ProviderOptions {
     pub timeouts: HttpTimeouts,
     /// Anthropic prompt-cache lifetime: `5m` (default) or `1h` (`prompt_caching.cache_ttl`).
     pub cache_ttl: Option<String>,
+    /// Bounds on each response (sizes, idle and overall deadlines).
+    pub limits: StreamLimits,
+    /// Headers every request carries besides the format's own (Chat Completions and
+    /// Responses), e.g. what the ChatGPT backend requires of a Codex client.
+    pub headers: Vec<(String, String)>,
     /// AWS credentials and region for Bedrock's SigV4 (from the environment).
     #[cfg(feature = "bedrock")]
     pub aws: Option<bedrock::AwsCredentials>,

@@ -14,7 +14,9 @@ pub struct OpenAiResponses {
     name: String,
     url: String,
     api_key: Option<String>,
+    extra_headers: Vec<(String, String)>,
     client: reqwest::Client,
+    limits: crate::limits::StreamLimits,
 }
 
 impl OpenAiResponses {
@@ -23,7 +25,9 @@ impl OpenAiResponses {
             name: spec.provider.clone(),
             url: format!("{}/responses", spec.base_url.trim_end_matches('/')),
             api_key: spec.api_key.clone(),
-            client: http::client(&options.timeouts)?,
+            extra_headers: options.headers.clone(),
+            client: http::client_for(&options.timeouts, &spec.base_url)?,
+            limits: options.limits,
         })
     }
 }
@@ -41,12 +45,16 @@ impl Provider for OpenAiResponses {
     async fn stream(&self, request: &ChatRequest<'_>) -> Result<EventStream, LlmError> {
         let body = serde_json::to_vec(&wire::request_body(request))
             .map_err(|e| LlmError::Config(format!("cannot encode the request: {e}")))?;
-        let mut headers = Vec::new();
+        let mut headers: Vec<(&str, String)> = self
+            .extra_headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.clone()))
+            .collect();
         if let Some(key) = &self.api_key {
             headers.push(("authorization", format!("Bearer {key}")));
         }
-        let response = http::post_json(&self.client, &self.url, &headers, body).await?;
-        events_of(response, wire::Decoder::default(), wire::response_events).await
+        let sent = http::post_json(&self.client, &self.url, &headers, body, &self.limits).await?;
+        events_of(sent, wire::Decoder::default(), wire::response_events).await
     }
 }
 

@@ -119,6 +119,14 @@ pub const PRESETS: &[Preset] = &[
     chat("vllm", "http://localhost:8000/v1", &[], None),
     chat("llamacpp", "http://localhost:8080/v1", &[], None),
     chat("lmstudio", "http://localhost:1234/v1", &[], None),
+    Preset {
+        id: "openai-codex",
+        // HERMES_CODEX_BASE_URL overrides; the key is the ChatGPT sign-in in auth.json.
+        base_url: "https://chatgpt.com/backend-api/codex",
+        key_env: &[],
+        default_model: Some("gpt-5.5"),
+        wire: WireFormat::Responses,
+    },
     chat("custom", "", &[], None),
     // The in-process model (hermes-local): no endpoint and no key; resolved by `local_spec`.
     chat(LOCAL_PROVIDER, "", &[], Some(DEFAULT_LOCAL_MODEL)),
@@ -137,6 +145,7 @@ pub fn preset(id: &str) -> Option<&'static Preset> {
         "lm-studio" => "lmstudio",
         "google" => "gemini",
         "grok" => "xai",
+        "codex" | "chatgpt" => "openai-codex",
         other => other,
     };
     PRESETS.iter().find(|p| p.id.eq_ignore_ascii_case(id))
@@ -169,6 +178,41 @@ impl ProviderSpec {
     /// model) and `wire` is unused.
     pub fn is_local(&self) -> bool {
         self.provider == LOCAL_PROVIDER
+    }
+
+    /// The OAuth sign-in this spec's requests use instead of a key: `openai-codex` always,
+    /// `nous` when no `NOUS_API_KEY` (or configured key) was found.
+    pub fn oauth(&self) -> Option<crate::oauth::AuthProvider> {
+        if self.api_key.is_some() {
+            return None;
+        }
+        match self.provider.as_str() {
+            "nous" => Some(crate::oauth::AuthProvider::Nous),
+            "openai-codex" => Some(crate::oauth::AuthProvider::Codex),
+            _ => None,
+        }
+    }
+}
+
+/// Where the key of an OAuth route comes from (`ProviderSpec::key_source`).
+pub const AUTH_JSON_SOURCE: &str = "auth.json (hermes login)";
+
+/// Presets of servers that run on the user's machine and serve the OpenAI API under `/v1`.
+const LOCAL_SERVER_PRESETS: [&str; 4] = ["ollama", "vllm", "llamacpp", "lmstudio"];
+
+/// A local server's base URL given without a path (`http://localhost:11434`) gets the `/v1`
+/// its OpenAI-compatible API lives under; every other URL is left as written.
+pub fn fix_local_base_url(preset_id: &str, wire: WireFormat, base_url: &str) -> String {
+    let local_server = LOCAL_SERVER_PRESETS.contains(&preset_id)
+        || (preset_id == "custom" && wire == WireFormat::OpenAiChat && is_loopback(base_url));
+    let trimmed = base_url.trim().trim_end_matches('/');
+    let path_is_empty = trimmed
+        .split_once("://")
+        .is_some_and(|(_, rest)| !rest.contains('/'));
+    if local_server && path_is_empty {
+        format!("{trimmed}/v1")
+    } else {
+        base_url.to_string()
     }
 }
 
@@ -360,10 +404,10 @@ pub fn resolve_with(
         .as_deref()
         .is_none_or(|p| preset_id(p) == Some(preset.id));
 
-    let env_base = if matches!(preset.id, "custom" | "openai") {
-        env.var("OPENAI_BASE_URL")
-    } else {
-        None
+    let env_base = match preset.id {
+        "custom" | "openai" => env.var("OPENAI_BASE_URL"),
+        "openai-codex" => env.var("HERMES_CODEX_BASE_URL"),
+        _ => None,
     };
     let base_from_env =
         cli_base.is_none() && !(config_applies && config_base.is_some()) && env_base.is_some();
@@ -404,7 +448,12 @@ pub fn resolve_with(
             .var("OPENAI_API_KEY")
             .inspect(|_| key_source = Some("OPENAI_API_KEY".to_string()));
     }
-    if api_key.is_none() && !preset.key_env.is_empty() && !is_loopback(&base_url) {
+    if api_key.is_none() && preset.id == "nous" {
+        // Without NOUS_API_KEY the Nous Portal sign-in in auth.json is used.
+        key_source = Some(AUTH_JSON_SOURCE.to_string());
+    } else if api_key.is_none() && preset.id == "openai-codex" {
+        key_source = Some(AUTH_JSON_SOURCE.to_string());
+    } else if api_key.is_none() && !preset.key_env.is_empty() && !is_loopback(&base_url) {
         return Err(ResolveError::MissingKey {
             provider: preset.id.to_string(),
             env: preset.key_env.join(" or "),
@@ -427,6 +476,7 @@ pub fn resolve_with(
                 .flatten()
         })
         .unwrap_or(preset.wire);
+    let base_url = fix_local_base_url(preset.id, wire, &base_url);
 
     Ok(ProviderSpec {
         provider: preset.id.to_string(),
@@ -540,8 +590,8 @@ fn preset_id(name: &str) -> Option<&'static str> {
     preset(name).map(|p| p.id)
 }
 
-/// Whether a URL points at this machine (such endpoints need no key).
-pub fn is_loopback(url: &str) -> bool {
+/// The host of a URL, lower-cased, without port, user info or IPv6 brackets.
+pub fn url_host(url: &str) -> String {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
@@ -550,7 +600,18 @@ pub fn is_loopback(url: &str) -> bool {
     } else {
         host_port.split(':').next().unwrap_or("")
     };
-    let host = host.to_ascii_lowercase();
+    host.to_ascii_lowercase()
+}
+
+/// Whether the URL's host is `domain` or one of its subdomains.
+pub fn host_matches(url: &str, domain: &str) -> bool {
+    let host = url_host(url);
+    host == domain || host.ends_with(&format!(".{domain}"))
+}
+
+/// Whether a URL points at this machine (such endpoints need no key).
+pub fn is_loopback(url: &str) -> bool {
+    let host = url_host(url);
     host == "localhost"
         || host.ends_with(".localhost")
         || host == "::1"
@@ -806,6 +867,81 @@ mod tests {
             (spec.base_url.as_str(), spec.model.as_str()),
             ("", DEFAULT_LOCAL_MODEL)
         );
+    }
+
+    #[test]
+    fn local_servers_get_their_v1() {
+        let s = settings(
+            Some("ollama"),
+            Some("http://localhost:11434"),
+            None,
+            Some("qwen3"),
+        );
+        let spec = resolve(&s, &no_env(), &Overrides::default()).unwrap();
+        assert_eq!(spec.base_url, "http://localhost:11434/v1");
+        let s = settings(
+            Some("lmstudio"),
+            Some("http://127.0.0.1:1234/"),
+            None,
+            Some("m"),
+        );
+        assert_eq!(
+            resolve(&s, &no_env(), &Overrides::default())
+                .unwrap()
+                .base_url,
+            "http://127.0.0.1:1234/v1"
+        );
+        let s = settings(
+            Some("custom"),
+            Some("http://127.0.0.1:8000"),
+            None,
+            Some("m"),
+        );
+        assert_eq!(
+            resolve(&s, &no_env(), &Overrides::default())
+                .unwrap()
+                .base_url,
+            "http://127.0.0.1:8000/v1"
+        );
+        for (preset, url) in [
+            ("vllm", "http://localhost:8000/v1"),
+            ("ollama", "http://gpu-box:11434/api/openai"),
+            ("custom", "https://proxy.example"),
+        ] {
+            assert_eq!(fix_local_base_url(preset, WireFormat::OpenAiChat, url), url);
+        }
+        assert_eq!(
+            fix_local_base_url("custom", WireFormat::Anthropic, "http://127.0.0.1:9"),
+            "http://127.0.0.1:9",
+            "only the OpenAI API lives under /v1"
+        );
+    }
+
+    #[test]
+    fn oauth_routes_need_no_key() {
+        let s = settings(Some("codex"), None, None, None);
+        let spec = resolve(&s, &no_env(), &Overrides::default()).unwrap();
+        assert_eq!(
+            (spec.provider.as_str(), spec.wire, spec.model.as_str()),
+            ("openai-codex", WireFormat::Responses, "gpt-5.5")
+        );
+        assert_eq!(spec.oauth(), Some(crate::oauth::AuthProvider::Codex));
+        assert_eq!(spec.key_source.as_deref(), Some(AUTH_JSON_SOURCE));
+        let spec = resolve(
+            &settings(Some("nous"), None, None, None),
+            &no_env(),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(spec.oauth(), Some(crate::oauth::AuthProvider::Nous));
+        let env = Environment::isolated([("NOUS_API_KEY", "nk-1234567")]);
+        let spec = resolve(
+            &settings(Some("nous"), None, None, None),
+            &env,
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(spec.oauth(), None, "a key wins over the sign-in");
     }
 
     #[test]

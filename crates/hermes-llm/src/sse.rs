@@ -1,7 +1,9 @@
 //! A Server-Sent Events parser that accepts bytes in arbitrary pieces (a network read may end
 //! anywhere, even inside a UTF-8 sequence) and yields complete events. Follows the SSE spec:
 //! `\n`, `\r\n` or `\r` line ends, `data:` lines joined with `\n`, `:` comments, dispatch on a
-//! blank line.
+//! blank line. One event (its lines, its `data` and `event` fields together) is bounded: an
+//! event that grows past the cap is refused with [`SseError::EventTooLarge`] instead of being
+//! buffered, so a server sending endless `data:` lines costs at most the cap in memory.
 
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -11,16 +13,33 @@ pub struct SseEvent {
     pub data: String,
 }
 
-/// Lines longer than this are refused rather than buffered without bound.
-const MAX_LINE: usize = 32 * 1024 * 1024;
+/// The default bound on one event, when the caller sets none.
+pub const DEFAULT_MAX_EVENT: usize = 8 * 1024 * 1024;
 
-#[derive(Debug, Default)]
+/// Why the bytes cannot be read as events.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SseError {
+    /// One event (lines not yet dispatched included) grew past the cap.
+    #[error("one stream event exceeded {limit} bytes")]
+    EventTooLarge { limit: usize },
+}
+
+#[derive(Debug)]
 pub struct SseParser {
     line: Vec<u8>,
     /// A `\r` ended the last line; a `\n` right after it belongs to the same line end.
     after_cr: bool,
     data: Option<String>,
     event: Option<String>,
+    max_event: usize,
+    /// Set once the cap was crossed: the parser refuses everything after.
+    failed: bool,
+}
+
+impl Default for SseParser {
+    fn default() -> Self {
+        SseParser::with_max_event(DEFAULT_MAX_EVENT)
+    }
 }
 
 impl SseParser {
@@ -28,8 +47,33 @@ impl SseParser {
         Self::default()
     }
 
+    /// A parser refusing events larger than `max_event` bytes.
+    pub fn with_max_event(max_event: usize) -> Self {
+        SseParser {
+            line: Vec::new(),
+            after_cr: false,
+            data: None,
+            event: None,
+            max_event: max_event.max(1),
+            failed: false,
+        }
+    }
+
+    /// Bytes of the event being built (its dispatched-to-be fields and the current line).
+    fn pending(&self) -> usize {
+        self.line.len()
+            + self.data.as_ref().map_or(0, String::len)
+            + self.event.as_ref().map_or(0, String::len)
+    }
+
     /// Feeds bytes; returns the events completed by them.
-    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<SseEvent>, String> {
+    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<SseEvent>, SseError> {
+        let too_large = SseError::EventTooLarge {
+            limit: self.max_event,
+        };
+        if self.failed {
+            return Err(too_large);
+        }
         let mut out = Vec::new();
         for &b in bytes {
             if self.after_cr {
@@ -45,8 +89,13 @@ impl SseParser {
                     self.end_line(&mut out);
                 }
                 _ => {
-                    if self.line.len() >= MAX_LINE {
-                        return Err(format!("an SSE line exceeded {MAX_LINE} bytes"));
+                    if self.pending() >= self.max_event {
+                        // Drop what was kept: nothing of this event will be used.
+                        self.failed = true;
+                        self.line = Vec::new();
+                        self.data = None;
+                        self.event = None;
+                        return Err(too_large);
                     }
                     self.line.push(b);
                 }
@@ -58,6 +107,9 @@ impl SseParser {
     /// The stream ended: an event still being built (no blank line after it) is returned,
     /// which servers that forget the final blank line rely on.
     pub fn finish(&mut self) -> Option<SseEvent> {
+        if self.failed {
+            return None;
+        }
         let mut out = Vec::new();
         if !self.line.is_empty() {
             self.end_line(&mut out);
@@ -149,6 +201,31 @@ mod tests {
     fn invalid_utf8_is_replaced_not_fatal() {
         let out = all(&[b"data: a\xffb\n\n"]);
         assert_eq!(out[0].data, "a\u{fffd}b");
+    }
+
+    #[test]
+    fn an_event_of_endless_data_lines_is_cut_at_the_cap() {
+        let mut p = SseParser::with_max_event(1_000);
+        let line = b"data: 0123456789012345678901234567890123456789\n";
+        let mut result = Ok(Vec::new());
+        for _ in 0..1_000 {
+            result = p.push(line);
+            if result.is_err() {
+                break;
+            }
+        }
+        assert_eq!(result, Err(SseError::EventTooLarge { limit: 1_000 }));
+        assert!(p.pending() == 0, "nothing of the refused event is kept");
+        assert!(
+            p.push(b"\n\ndata: x\n\n").is_err(),
+            "refuses everything after"
+        );
+        assert_eq!(p.finish(), None);
+        // Events under the cap pass, however many there are.
+        let mut p = SseParser::with_max_event(100);
+        for _ in 0..1_000 {
+            assert_eq!(p.push(b"data: small\n\n").unwrap().len(), 1);
+        }
     }
 
     #[test]

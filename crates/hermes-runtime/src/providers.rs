@@ -1,17 +1,21 @@
 //! Building the model providers of a session from config and environment: the primary
 //! (resolved command line > config.yaml > environment, named `custom_providers` included),
 //! wrapped in a credential pool when several keys are configured (the embedded model in place
-//! of an HTTP provider for `local`), and the fallback chain (`fallback_providers`, then the
-//! older `fallback_model`) tried in order when it fails for good. The runtime builds one set per
-//! distinct choice and shares it between sessions, so their HTTP connections are pooled.
+//! of an HTTP provider for `local`), signed in through `auth.json` for the OAuth routes
+//! (`nous` without a key, `openai-codex`), bounded by the stream limits of its route, and the
+//! fallback chain (`fallback_providers`, then the older `fallback_model`) tried in order when
+//! it fails for good. The runtime builds one set per distinct choice and shares it between
+//! sessions, so their HTTP connections are pooled.
 
 use std::sync::Arc;
 
 use hermes_config::{Config, Environment, HermesHome, ModelSettings};
 use hermes_core::ModelTarget;
+use hermes_llm::auth_store::AuthStore;
+use hermes_llm::oauth::{self, Endpoints, OAuthProvider};
 use hermes_llm::pool::{CredentialPool, PooledProvider, Strategy};
 use hermes_llm::resolve::{NamedProvider, named_providers, preset};
-use hermes_llm::{HttpTimeouts, Overrides, Provider, ProviderOptions, ProviderSpec};
+use hermes_llm::{HttpTimeouts, Overrides, Provider, ProviderOptions, ProviderSpec, StreamLimits};
 use serde_json::Value;
 
 use crate::error::SessionError;
@@ -106,7 +110,9 @@ pub fn for_session(
     Ok(providers)
 }
 
-/// The provider for `spec`, drawing from a credential pool when more than one key is known.
+/// The provider for `spec`, drawing from a credential pool when more than one key is known,
+/// or from the sign-in in `auth.json` for an OAuth route; bounded by the limits configured for
+/// its route (`providers.<name>.*timeout*`, `agent.stream_max_*`, `HERMES_STREAM_*`).
 fn pooled_or_single(
     spec: &ProviderSpec,
     config: &Config,
@@ -114,6 +120,30 @@ fn pooled_or_single(
     home: &HermesHome,
     options: &ProviderOptions,
 ) -> Result<Arc<dyn Provider>, hermes_llm::LlmError> {
+    let mut options = options.clone();
+    options.limits = StreamLimits::from_config(
+        &config.raw,
+        env,
+        &spec.provider,
+        &spec.model,
+        &spec.base_url,
+    );
+    let options = &options;
+    if let Some(kind) = spec.oauth() {
+        let store = AuthStore::for_home(home.root());
+        oauth::check_signed_in(kind, &store)
+            .map_err(|e| hermes_llm::LlmError::Auth(e.to_string()))?;
+        // The sign-in names its inference endpoint unless the user chose one.
+        let base_from_login = preset(&spec.provider).is_some_and(|p| p.base_url == spec.base_url);
+        return Ok(Arc::new(OAuthProvider::new(
+            kind,
+            spec,
+            options,
+            store,
+            Endpoints::from_env(env),
+            base_from_login,
+        )?));
+    }
     let (keys, strategy) = pool_keys(spec, config, env);
     if keys.len() < 2 {
         return hermes_llm::build_provider_with(spec, options);

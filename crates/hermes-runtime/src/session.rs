@@ -416,8 +416,8 @@ impl Session {
     }
 }
 
-/// The agent of a session: primary and fallbacks from `providers`, compression with its
-/// auxiliary model when enabled.
+/// The agent of a session: primary and fallbacks from `providers`, the loop guard as
+/// `agent.loop_guard` sets it, compression with its auxiliary model when enabled.
 fn build_agent(
     runtime: &Runtime,
     providers: &Providers,
@@ -436,7 +436,10 @@ fn build_agent(
         options,
         tool_ctx,
     )
-    .with_fallbacks(providers.fallbacks.clone());
+    .with_fallbacks(providers.fallbacks.clone())
+    .with_loop_guard(hermes_core::loop_guard::LoopGuardSettings::from_config(
+        &config.raw,
+    ));
     if compression.enabled {
         let aux = crate::providers::auxiliary(
             config,

@@ -1,7 +1,9 @@
 //! Dev-only test kit for the Hermes workspace: a scripted mock LLM server
 //! (OpenAI Chat Completions, Anthropic Messages, OpenAI Responses and AWS
-//! Bedrock Converse) with fault injection and request capture,
-//! and isolated temp homes for running the `hermes` binary; doubles of the chat platforms
+//! Bedrock Converse) with fault injection (including endless and trickling
+//! streams) and request capture, canned answers for other paths (an OAuth
+//! device-code / token server), isolated temp homes for running the `hermes`
+//! binary, measuring a child's peak memory, and doubles of the chat platforms
 //! ([`platforms`]).
 //!
 //! ```no_run
@@ -17,6 +19,7 @@ mod child_server;
 mod home;
 mod http;
 pub mod http_client;
+mod measure;
 mod mock_server;
 pub mod openai_sse;
 pub mod platforms;
@@ -27,7 +30,10 @@ mod script;
 
 pub use child_server::ChildServer;
 pub use home::{TestHome, mock_config_yaml, test_gguf};
+pub use measure::{Measured, own_peak_rss_kib, run_measured};
 pub use mock_server::{CapturedRequest, MockServer};
 pub use props::proptest_config;
 pub use respond::Api;
-pub use script::{Exhausted, Fault, MockToolCall, MockUsage, Reply, Responder, Script, Turn};
+pub use script::{
+    Canned, Exhausted, Fault, MockToolCall, MockUsage, Reply, Responder, Route, Script, Turn,
+};

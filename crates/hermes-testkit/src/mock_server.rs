@@ -66,6 +66,8 @@ struct State {
     requests: Vec<CapturedRequest>,
     next_turn: usize,
     chat_count: usize,
+    /// Answers given per canned route (index into `Script::routes`).
+    route_hits: std::collections::HashMap<usize, usize>,
 }
 
 struct Shared {
@@ -102,6 +104,20 @@ impl Shared {
             Dispatch::Chat { ordinal, turn }
         } else if is_models(&req.method, &req.target) {
             Dispatch::Models
+        } else if let Some(route) = self
+            .script
+            .routes
+            .iter()
+            .position(|r| r.path == strip_query(&req.target))
+        {
+            let served = state.route_hits.entry(route).or_insert(0);
+            let answers = &self.script.routes[route].answers;
+            let answer = answers.get(*served).or(answers.last()).cloned();
+            *served += 1;
+            match answer {
+                Some(answer) => Dispatch::Canned(answer),
+                None => Dispatch::NotFound,
+            }
         } else {
             Dispatch::NotFound
         }
@@ -216,6 +232,17 @@ impl MockServer {
             .iter()
             .filter(|r| r.is_chat())
             .map(|r| r.body.clone())
+            .collect()
+    }
+
+    /// Requests to `path` (without query), in arrival order.
+    pub fn requests_to(&self, path: &str) -> Vec<CapturedRequest> {
+        self.shared
+            .lock()
+            .requests
+            .iter()
+            .filter(|r| strip_query(&r.path) == path)
+            .cloned()
             .collect()
     }
 

@@ -22,6 +22,8 @@ pub(crate) enum Dispatch {
         turn: Option<(usize, Turn)>,
     },
     Models,
+    /// A canned answer of a route.
+    Canned(crate::script::Canned),
     NotFound,
 }
 
@@ -58,6 +60,17 @@ pub(crate) async fn respond<W: AsyncWrite + Unpin>(
             let body = json!({"object": "list", "data": [{"id": "mock-model", "object": "model"}]});
             let bytes = body.to_string().into_bytes();
             http::write_response(w, 200, &content_type_json(), &bytes, close).await?;
+            Ok(Outcome::KeepAlive)
+        }
+        Dispatch::Canned(answer) => {
+            http::write_response(
+                w,
+                answer.status,
+                &answer.headers,
+                answer.body.as_bytes(),
+                close,
+            )
+            .await?;
             Ok(Outcome::KeepAlive)
         }
         Dispatch::NotFound => {
@@ -374,6 +387,39 @@ async fn fault<W: AsyncWrite + Unpin>(
             http::write_chunk(w, &stream_error_event(chat.api, &kind, &message)).await?;
             http::write_last_chunk(w).await?;
             Ok(Outcome::KeepAlive)
+        }
+        Fault::EndlessStream { piece } => {
+            // Ends when the client hangs up (the write fails) or the server stops.
+            http::write_sse_head(w, true).await?;
+            let ctx = chat.ctx(turn);
+            let first = StreamPlan::new(&Reply::text(""), &ctx);
+            if let Some(role) = first.deltas.first() {
+                http::write_chunk(w, crate::openai_sse::sse_event(role).as_bytes()).await?;
+            }
+            let event = crate::openai_sse::sse_event(&json!({
+                "id": format!("chatcmpl-mock-{turn}"),
+                "object": "chat.completion.chunk",
+                "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": null}],
+            }));
+            let batch = event.repeat(64);
+            loop {
+                http::write_chunk(w, batch.as_bytes()).await?;
+            }
+        }
+        Fault::EndlessEvent { line } => {
+            http::write_sse_head(w, true).await?;
+            let batch = format!("data: {line}\n").repeat(64);
+            loop {
+                http::write_chunk(w, batch.as_bytes()).await?;
+            }
+        }
+        Fault::Trickle { every_ms } => {
+            http::write_sse_head(w, true).await?;
+            loop {
+                http::write_chunk(w, b": keep-alive\n\n").await?;
+                http::write_chunk(w, b"data: {\"choices\": []}\n\n").await?;
+                sleep_ms(every_ms.max(1)).await;
+            }
         }
         Fault::RawSse(lines) => {
             http::write_sse_head(w, true).await?;

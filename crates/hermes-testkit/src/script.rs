@@ -9,6 +9,37 @@ use serde_json::Value;
 pub struct Script {
     pub turns: Vec<Turn>,
     pub on_exhausted: Exhausted,
+    /// Canned answers for other paths (an OAuth server, a token endpoint, ...), see
+    /// [`Script::with_route`].
+    pub routes: Vec<Route>,
+}
+
+/// Answers for one path outside the model API: given in order, the last one repeated once
+/// they run out (so a polled endpoint can answer "pending" and then the result forever).
+#[derive(Debug, Clone)]
+pub struct Route {
+    /// The request path without query, e.g. `/api/oauth/token`.
+    pub path: String,
+    pub answers: Vec<Canned>,
+}
+
+/// One canned HTTP answer.
+#[derive(Debug, Clone)]
+pub struct Canned {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Canned {
+    /// A JSON answer with this status.
+    pub fn json(status: u16, body: &Value) -> Canned {
+        Canned {
+            status,
+            headers: vec![("Content-Type".to_owned(), "application/json".to_owned())],
+            body: body.to_string(),
+        }
+    }
 }
 
 impl Script {
@@ -17,7 +48,18 @@ impl Script {
         Script {
             turns,
             on_exhausted: Exhausted::Error,
+            routes: Vec::new(),
         }
+    }
+
+    /// Answers requests to `path` (any method) with `answers` in order, repeating the last.
+    /// Model API paths (`…/chat/completions`, …) cannot be routed this way.
+    pub fn with_route(mut self, path: impl Into<String>, answers: Vec<Canned>) -> Script {
+        self.routes.push(Route {
+            path: path.into(),
+            answers,
+        });
+        self
     }
 
     /// Sets what happens once every turn has been consumed.
@@ -74,6 +116,7 @@ impl Script {
         Script {
             turns: Vec::new(),
             on_exhausted: Exhausted::Respond(Responder::new(f)),
+            routes: Vec::new(),
         }
     }
 }
@@ -275,6 +318,14 @@ pub enum Fault {
     },
     /// Read the request, send nothing for `ms` milliseconds, then close.
     Hang { ms: u64 },
+    /// 200 SSE that never ends: the start of a normal stream, then content deltas of
+    /// `piece` (OpenAI Chat Completions) as fast as the client reads them, until it hangs up.
+    EndlessStream { piece: String },
+    /// 200 SSE whose first event never ends: `data:` lines of `line` forever, no blank line.
+    EndlessEvent { line: String },
+    /// 200 SSE that keeps the connection busy without saying anything: a `: keep-alive`
+    /// comment and an empty chunk (`{"choices": []}`) every `every_ms`, forever.
+    Trickle { every_ms: u64 },
     /// 200 SSE with these raw entries, each written as its own HTTP chunk, then a
     /// proper close. An entry is written verbatim; if it does not end in `\n`, the
     /// SSE event terminator `\n\n` is appended (so `"data: {not json"` is one event).

@@ -384,6 +384,17 @@ async fn endpoint_check(spec: &Result<ProviderSpec, ResolveError>, offline: bool
             "`hermes -z hello` shows whether Bedrock answers",
         );
     }
+    if let Some(kind) = spec.oauth() {
+        return Check::warn(
+            "endpoint",
+            format!(
+                "{} not checked: requests use the {} sign-in in auth.json, refreshed when used",
+                spec.base_url,
+                kind.display_name()
+            ),
+            "`hermes -z hello` shows whether it answers",
+        );
+    }
     if offline {
         return Check::warn(
             "endpoint",

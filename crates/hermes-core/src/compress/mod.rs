@@ -4,8 +4,11 @@
 //! middle is summarised by the auxiliary model into fixed sections behind a "reference only"
 //! notice (pruning alone if that fails); (5) orphaned tool pairs are repaired. Two weak passes
 //! in a row switch automatic compression off for the session; failures back off 60 s, 300 s,
-//! 900 s. The system prompt is never touched, so prompt caches stay warm.
+//! 900 s. The system prompt is never touched, so prompt caches stay warm. After a context
+//! overflow ([`Compressor::recover_overflow`]) the window the provider named is remembered for
+//! the session and the request is shrunk until it fits ([`overflow`]).
 
+pub mod overflow;
 pub mod prune;
 pub mod summary;
 pub mod tokens;
@@ -86,6 +89,9 @@ struct ThrashState {
 pub struct Compressor {
     settings: CompressionSettings,
     window: u64,
+    /// The window a provider's overflow error named (0: none yet); smaller than `window`.
+    learned_window: std::sync::atomic::AtomicU64,
+    /// The configured share of the window (the model's own, else the default).
     threshold: f64,
     aux: ModelTarget,
     state: Mutex<ThrashState>,
@@ -114,23 +120,91 @@ impl Compressor {
             .filter(|(k, _)| lower.contains(&k.to_ascii_lowercase()))
             .max_by_key(|(k, _)| k.len())
             .map_or(settings.threshold, |(_, v)| *v);
-        let threshold = if window < SMALL_WINDOW {
-            configured.max(0.75)
-        } else {
-            configured
-        }
-        .clamp(0.05, 0.98);
         Compressor {
             settings,
             window,
-            threshold,
+            learned_window: std::sync::atomic::AtomicU64::new(0),
+            threshold: configured,
             aux,
             state: Mutex::new(ThrashState::default()),
         }
     }
 
+    /// The context window: the configured or catalogued one, or the smaller one a provider
+    /// named in an overflow error this session.
     pub fn window(&self) -> u64 {
-        self.window
+        match self
+            .learned_window
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
+            0 => self.window,
+            learned => learned.min(self.window),
+        }
+    }
+
+    /// Learns the window from an overflow error's text when it names one smaller than the
+    /// window in use; returns it then.
+    pub fn learn_window(&self, error_text: &str) -> Option<u64> {
+        let named = hermes_llm::error::context_limit(error_text)?;
+        if named >= self.window() {
+            return None;
+        }
+        self.learned_window
+            .store(named, std::sync::atomic::Ordering::Release);
+        Some(named)
+    }
+
+    /// After the provider refused a request as too long (`error_text` is its message): learn
+    /// the window it named, run the overflow pass, then cut the largest tool results (and,
+    /// if that is not enough, other messages) until the request fits the window with room
+    /// for the answer, the full texts kept under `spill_dir`. `None` when nothing could be
+    /// made smaller.
+    pub async fn recover_overflow(
+        &self,
+        error_text: &str,
+        system: &str,
+        tools: &[ToolSchema],
+        messages: &[Message],
+        spill_dir: Option<&std::path::Path>,
+        cancel: &CancellationToken,
+    ) -> Option<Compressed> {
+        let learned = self.learn_window(error_text);
+        let before = overflow::request_tokens(system, tools, messages);
+        // The saving counts once, cuts included.
+        let mut out = self
+            .overflow_pass(system, tools, messages, cancel, false)
+            .await;
+        let target = overflow::prompt_budget(self.window());
+        let cuts = overflow::cut_to_fit(system, tools, &mut out.messages, target, spill_dir);
+        let after = overflow::request_tokens(system, tools, &out.messages);
+        let mut notes: Vec<String> = out.notice.take().into_iter().collect();
+        notes.extend(self.record_saving(before, after));
+        if let Some(w) = learned {
+            notes.push(format!(
+                "the provider's context window is {} tokens; using that for the rest of the session",
+                hermes_llm::util::thousands(w)
+            ));
+        }
+        if cuts.messages > 0 {
+            let kept = match cuts.spilled.first().and_then(|p| p.parent()) {
+                Some(dir) => format!("; the full texts are in {}", dir.display()),
+                None => String::new(),
+            };
+            notes.push(format!(
+                "cut {} large message{} to fit{kept}",
+                cuts.messages,
+                if cuts.messages == 1 { "" } else { "s" }
+            ));
+        }
+        if after > target {
+            notes.push(format!(
+                "the request is still ~{after} tokens, over the ~{target} the window allows"
+            ));
+        }
+        out.notice = (!notes.is_empty()).then(|| notes.join("; "));
+        out.tokens_before = before;
+        out.tokens_after = after;
+        (after < before).then_some(out)
     }
 
     pub fn settings(&self) -> &CompressionSettings {
@@ -139,7 +213,14 @@ impl Compressor {
 
     /// Prompt tokens at which automatic compression starts.
     pub fn threshold_tokens(&self) -> u64 {
-        (self.window as f64 * self.threshold) as u64
+        let window = self.window();
+        let share = if window < SMALL_WINDOW {
+            self.threshold.max(0.75)
+        } else {
+            self.threshold
+        }
+        .clamp(0.05, 0.98);
+        (window as f64 * share) as u64
     }
 
     /// Whether automatic compression should run for a prompt of this size now.
@@ -156,7 +237,7 @@ impl Compressor {
     /// The protected tail's token budget: 2.5 % of the window, clamped to 10K-25K, never
     /// above 20 % of the window.
     pub fn tail_budget(&self) -> u64 {
-        let w = self.window;
+        let w = self.window();
         ((w as f64 * 0.025) as u64).clamp(10_000, 25_000).min(w / 5)
     }
 
@@ -170,8 +251,16 @@ impl Compressor {
         focus: Option<&str>,
         cancel: &CancellationToken,
     ) -> Compressed {
-        self.compress_with_tail(system, tools, messages, focus, cancel, self.tail_budget())
-            .await
+        self.compress_with_tail(
+            system,
+            tools,
+            messages,
+            focus,
+            cancel,
+            self.tail_budget(),
+            true,
+        )
+        .await
     }
 
     /// After the provider said the prompt does not fit: the protected tail is at most a quarter
@@ -183,12 +272,27 @@ impl Compressor {
         messages: &[Message],
         cancel: &CancellationToken,
     ) -> Compressed {
-        let total: u64 = messages.iter().map(tokens::rough_message).sum();
-        let budget = self.tail_budget().min(total / 4);
-        self.compress_with_tail(system, tools, messages, None, cancel, budget)
+        self.overflow_pass(system, tools, messages, cancel, true)
             .await
     }
 
+    /// The overflow pass; `record`: count its saving for anti-thrashing.
+    async fn overflow_pass(
+        &self,
+        system: &str,
+        tools: &[ToolSchema],
+        messages: &[Message],
+        cancel: &CancellationToken,
+        record: bool,
+    ) -> Compressed {
+        let total: u64 = messages.iter().map(tokens::rough_message).sum();
+        let budget = self.tail_budget().min(total / 4);
+        self.compress_with_tail(system, tools, messages, None, cancel, budget, record)
+            .await
+    }
+
+    // The arguments are the pass's inputs; a struct would only rename them.
+    #[allow(clippy::too_many_arguments)]
     async fn compress_with_tail(
         &self,
         system: &str,
@@ -197,6 +301,7 @@ impl Compressor {
         focus: Option<&str>,
         cancel: &CancellationToken,
         tail_budget: u64,
+        record: bool,
     ) -> Compressed {
         let tokens_before = tokens::rough_request(system, tools, messages);
         let mut working = messages.to_vec();
@@ -209,7 +314,7 @@ impl Compressor {
         if tail_start > head_end {
             let middle = &working[head_end..tail_start];
             // The transcript may use up to a third of the window (in characters: tokens * 3).
-            let max_chars = (self.window as usize / 3).saturating_mul(3).max(20_000);
+            let max_chars = (self.window() as usize / 3).saturating_mul(3).max(20_000);
             match summary::generate(&self.aux, middle, focus, max_chars, cancel).await {
                 Ok(text) => {
                     let mut out = working[..head_end].to_vec();
@@ -237,7 +342,10 @@ impl Compressor {
         merge_adjacent(&mut working);
         close_dangling_tool_calls(&mut working);
         let tokens_after = tokens::rough_request(system, tools, &working);
-        if let Some(off) = self.record_saving(tokens_before, tokens_after) {
+        if let Some(off) = record
+            .then(|| self.record_saving(tokens_before, tokens_after))
+            .flatten()
+        {
             notice = Some(match notice {
                 Some(n) => format!("{n}; {off}"),
                 None => off,

@@ -38,6 +38,19 @@ pub(super) enum EffortStyle {
     TopLevel,
 }
 
+/// The route-specific choices of one request body.
+#[derive(Debug, Clone)]
+pub(super) struct Options {
+    pub effort: EffortStyle,
+    /// The `cache_control` marker to place, when the route caches prompts.
+    pub cache: Option<Value>,
+    /// Send `reasoning_content` with every assistant turn.
+    pub echo_reasoning: bool,
+}
+
+/// Breakpoints a request may carry (Anthropic's limit): the system prompt and three messages.
+const MAX_BREAKPOINTS: usize = 4;
+
 #[derive(Serialize)]
 struct StreamOptions {
     include_usage: bool,
@@ -46,13 +59,48 @@ struct StreamOptions {
 #[derive(Serialize)]
 struct WireMessage<'a> {
     role: &'static str,
-    content: &'a str,
+    content: Content<'a>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tool_calls: Vec<WireToolCall<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_call_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     name: Option<&'a str>,
+    /// Replayed reasoning, for the providers that require it back (see `policy`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_content: Option<&'a str>,
+}
+
+/// A message's content: plain text, or one text part carrying a cache breakpoint.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Content<'a> {
+    Text(&'a str),
+    Parts([TextPart<'a>; 1]),
+}
+
+#[derive(Serialize)]
+struct TextPart<'a> {
+    r#type: &'static str,
+    text: &'a str,
+    cache_control: &'a Value,
+}
+
+impl<'a> Content<'a> {
+    fn text(&self) -> &'a str {
+        match self {
+            Content::Text(t) => t,
+            Content::Parts([p]) => p.text,
+        }
+    }
+
+    fn with_marker(&self, marker: &'a Value) -> Content<'a> {
+        Content::Parts([TextPart {
+            r#type: "text",
+            text: self.text(),
+            cache_control: marker,
+        }])
+    }
 }
 
 #[derive(Serialize)]
@@ -82,18 +130,27 @@ struct WireToolDef<'a> {
 }
 
 impl<'a> RequestBody<'a> {
-    pub(super) fn new(req: &ChatRequest<'a>, style: EffortStyle) -> Self {
+    pub(super) fn new(req: &ChatRequest<'a>, options: &'a Options) -> Self {
         let mut messages = Vec::with_capacity(req.messages.len() + 1);
         if !req.system.is_empty() {
             messages.push(WireMessage {
                 role: "system",
-                content: req.system,
+                content: Content::Text(req.system),
                 tool_calls: Vec::new(),
                 tool_call_id: None,
                 name: None,
+                reasoning_content: None,
             });
         }
-        messages.extend(req.messages.iter().map(WireMessage::from));
+        messages.extend(
+            req.messages
+                .iter()
+                .map(|m| WireMessage::new(m, options.echo_reasoning)),
+        );
+        if let Some(marker) = &options.cache {
+            place_breakpoints(&mut messages, marker);
+        }
+        let style = options.effort;
         RequestBody {
             model: req.model,
             messages,
@@ -121,11 +178,30 @@ impl<'a> RequestBody<'a> {
     }
 }
 
-impl<'a> From<&'a Message> for WireMessage<'a> {
-    fn from(m: &'a Message) -> Self {
+/// Anthropic-style caching on the OpenAI envelope: the system prompt and the last messages
+/// that can carry a marker (a non-empty text; an assistant turn of pure tool calls cannot)
+/// get one on their content part, four at most.
+fn place_breakpoints<'a>(messages: &mut [WireMessage<'a>], marker: &'a Value) {
+    let mut left = MAX_BREAKPOINTS;
+    if let Some(first) = messages.first_mut().filter(|m| m.role == "system") {
+        first.content = first.content.with_marker(marker);
+        left -= 1;
+    }
+    for m in messages
+        .iter_mut()
+        .rev()
+        .filter(|m| m.role != "system" && !m.content.text().is_empty())
+        .take(left)
+    {
+        m.content = m.content.with_marker(marker);
+    }
+}
+
+impl<'a> WireMessage<'a> {
+    fn new(m: &'a Message, echo_reasoning: bool) -> Self {
         WireMessage {
             role: m.role.as_str(),
-            content: &m.content,
+            content: Content::Text(&m.content),
             tool_calls: m
                 .tool_calls
                 .iter()
@@ -144,6 +220,13 @@ impl<'a> From<&'a Message> for WireMessage<'a> {
             } else {
                 None
             },
+            // These providers reject an empty string too: a single space stands for "none".
+            reasoning_content: (echo_reasoning && m.role == Role::Assistant).then(|| {
+                m.reasoning
+                    .as_deref()
+                    .filter(|r| !r.is_empty())
+                    .unwrap_or(" ")
+            }),
         }
     }
 }
@@ -214,6 +297,9 @@ struct WireUsage {
     completion_tokens_details: Option<CompletionDetails>,
     /// DeepSeek reports cache hits here.
     prompt_cache_hit_tokens: Option<u64>,
+    /// Anthropic-style figures some proxies (OpenRouter, Cline) put at the top level.
+    cache_read_input_tokens: Option<u64>,
+    cache_creation_input_tokens: Option<u64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -235,11 +321,20 @@ impl From<WireUsage> for Usage {
         Usage {
             input_tokens: u.prompt_tokens.unwrap_or(0),
             output_tokens: u.completion_tokens.unwrap_or(0),
-            cache_read_tokens: details
-                .cached_tokens
-                .or(u.prompt_cache_hit_tokens)
+            cache_read_tokens: [
+                details.cached_tokens,
+                u.cache_read_input_tokens,
+                u.prompt_cache_hit_tokens,
+            ]
+            .into_iter()
+            .flatten()
+            .find(|&n| n > 0)
+            .unwrap_or(0),
+            cache_write_tokens: [details.cache_write_tokens, u.cache_creation_input_tokens]
+                .into_iter()
+                .flatten()
+                .find(|&n| n > 0)
                 .unwrap_or(0),
-            cache_write_tokens: details.cache_write_tokens.unwrap_or(0),
             reasoning_tokens: u
                 .completion_tokens_details
                 .and_then(|d| d.reasoning_tokens)
@@ -382,7 +477,12 @@ mod tests {
             temperature: None,
             reasoning: None,
         };
-        let v = serde_json::to_value(RequestBody::new(&req, EffortStyle::TopLevel)).unwrap();
+        let options = Options {
+            effort: EffortStyle::TopLevel,
+            cache: None,
+            echo_reasoning: false,
+        };
+        let v = serde_json::to_value(RequestBody::new(&req, &options)).unwrap();
         assert_eq!(
             v["messages"][0],
             serde_json::json!({"role":"system","content":"sys"})
@@ -396,6 +496,81 @@ mod tests {
         assert_eq!(v["tools"][0]["type"], "function");
         assert_eq!(v["stream_options"]["include_usage"], true);
         assert!(v.get("max_tokens").is_none());
+        assert!(v["messages"][2].get("reasoning_content").is_none());
+    }
+
+    fn conversation() -> Vec<Message> {
+        vec![
+            Message::user("first"),
+            Message::assistant_with_tools(
+                "",
+                vec![ToolCall {
+                    id: "c1".into(),
+                    name: "read_file".into(),
+                    arguments: "{}".into(),
+                }],
+            )
+            .with_reasoning(Some("I should read it.".into())),
+            Message::tool_result("c1", "read_file", "contents"),
+            Message::assistant("It says contents."),
+            Message::user("thanks"),
+        ]
+    }
+
+    fn body(messages: &[Message], options: &Options) -> Value {
+        let req = ChatRequest {
+            model: "m",
+            system: "sys",
+            messages,
+            tools: &[],
+            max_tokens: None,
+            temperature: None,
+            reasoning: None,
+        };
+        serde_json::to_value(RequestBody::new(&req, options)).unwrap()
+    }
+
+    #[test]
+    fn cache_breakpoints_go_on_the_system_prompt_and_the_last_three_text_messages() {
+        let options = Options {
+            effort: EffortStyle::Object,
+            cache: Some(serde_json::json!({"type": "ephemeral"})),
+            echo_reasoning: false,
+        };
+        let v = body(&conversation(), &options);
+        let marked = |i: usize| {
+            v["messages"][i]["content"][0]["cache_control"]
+                == serde_json::json!({"type": "ephemeral"})
+        };
+        assert_eq!(
+            v["messages"][0]["content"],
+            serde_json::json!([{"type": "text", "text": "sys", "cache_control": {"type": "ephemeral"}}])
+        );
+        // 1 user, 2 assistant (tool calls only: cannot carry one), 3 tool, 4 assistant, 5 user.
+        assert!(!marked(1) && !marked(2));
+        assert!(marked(3) && marked(4) && marked(5));
+        assert_eq!(
+            v["messages"][2]["content"], "",
+            "an empty content stays a string"
+        );
+        assert_eq!(v["messages"][1]["content"], "first");
+    }
+
+    #[test]
+    fn reasoning_is_echoed_on_every_assistant_turn_when_required() {
+        let options = Options {
+            effort: EffortStyle::TopLevel,
+            cache: None,
+            echo_reasoning: true,
+        };
+        let v = body(&conversation(), &options);
+        assert_eq!(v["messages"][2]["reasoning_content"], "I should read it.");
+        assert_eq!(
+            v["messages"][4]["reasoning_content"], " ",
+            "no reasoning: a space"
+        );
+        assert!(v["messages"][1].get("reasoning_content").is_none());
+        assert!(v["messages"][3].get("reasoning_content").is_none());
     }
 
     #[test]
@@ -409,6 +584,17 @@ mod tests {
                 input_tokens: 10,
                 output_tokens: 2,
                 cache_read_tokens: 4,
+                ..Usage::default()
+            })]
+        );
+        let ev = chunk_events(r#"{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":2,"cache_read_input_tokens":6,"cache_creation_input_tokens":3}}"#).unwrap();
+        assert_eq!(
+            ev,
+            vec![StreamEvent::Usage(Usage {
+                input_tokens: 10,
+                output_tokens: 2,
+                cache_read_tokens: 6,
+                cache_write_tokens: 3,
                 ..Usage::default()
             })]
         );

@@ -86,6 +86,11 @@ impl Conn {
         self.send_raw(&bytes);
     }
 
+    /// Reads whatever bytes arrive next (raw: chunk framing included).
+    pub fn read_raw(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.reader.read(buf)
+    }
+
     pub fn post_json(&mut self, path: &str, body: &Value) {
         let body = body.to_string();
         self.send(
