@@ -60,6 +60,34 @@ fn unique_prefix() -> String {
 
 /// Streams `response` into `dir` (created when missing) as `<unique>_<name>`; at most
 /// `max_bytes` (0: no cap).
+/// How long one attachment download may take.
+const DOWNLOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Sends `request` (an attachment's URL with whatever auth the platform wants) and saves the
+/// answer as [`save`] does; a refusal is an API error saying `what` was refused.
+pub(crate) async fn fetch(
+    platform: &'static str,
+    request: reqwest::RequestBuilder,
+    what: &str,
+    dir: &Path,
+    name_hint: Option<&str>,
+    max_bytes: u64,
+) -> Result<PathBuf, PlatformError> {
+    let response = request
+        .timeout(DOWNLOAD_TIMEOUT)
+        .send()
+        .await
+        .map_err(|e| network(platform, e))?;
+    if !response.status().is_success() {
+        return Err(PlatformError::Api {
+            platform,
+            status: response.status().as_u16(),
+            message: format!("{what} download refused"),
+        });
+    }
+    save(platform, response, dir, name_hint, max_bytes).await
+}
+
 pub(crate) async fn save(
     platform: &'static str,
     response: reqwest::Response,

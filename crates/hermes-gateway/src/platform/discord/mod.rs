@@ -26,7 +26,7 @@ use self::settings::PLATFORM;
 use crate::platform::backoff::{Backoff, FATAL_RETRY, sleep_or_shutdown};
 use crate::platform::error::{PlatformConfigError, PlatformError};
 use crate::platform::gate::RecentSet;
-use crate::platform::http::{self, network, with_rate_limit};
+use crate::platform::http::{self, with_rate_limit};
 use crate::platform::status::StatusCell;
 use crate::platform::types::{
     AdapterStatus, Attachment, Button, ButtonStyle, Capabilities, ChatRef, ConnectionState,
@@ -423,24 +423,10 @@ impl PlatformAdapter for DiscordAdapter {
             });
         }
         // CDN URLs are signed: no bot token goes with them.
-        let response = self
-            .rest
-            .client()
-            .get(url)
-            .timeout(Duration::from_secs(300))
-            .send()
-            .await
-            .map_err(|e| network(PLATFORM, e))?;
-        if !response.status().is_success() {
-            return Err(PlatformError::Api {
-                platform: PLATFORM,
-                status: response.status().as_u16(),
-                message: "attachment download refused".into(),
-            });
-        }
-        download::save(
+        download::fetch(
             PLATFORM,
-            response,
+            self.rest.client().get(url),
+            "attachment",
             dir,
             attachment.file_name.as_deref(),
             max_bytes,

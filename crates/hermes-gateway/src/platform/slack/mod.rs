@@ -415,25 +415,13 @@ impl PlatformAdapter for SlackAdapter {
                 limit: max_bytes,
             });
         }
-        let response = self
-            .web
-            .client
-            .get(url)
-            .bearer_auth(&self.settings.bot_token)
-            .timeout(Duration::from_secs(300))
-            .send()
-            .await
-            .map_err(|e| network(PLATFORM, e))?;
-        if !response.status().is_success() {
-            return Err(PlatformError::Api {
-                platform: PLATFORM,
-                status: response.status().as_u16(),
-                message: "file download refused".into(),
-            });
-        }
-        download::save(
+        download::fetch(
             PLATFORM,
-            response,
+            self.web
+                .client
+                .get(url)
+                .bearer_auth(&self.settings.bot_token),
+            "file",
             dir,
             attachment.file_name.as_deref(),
             max_bytes,

@@ -26,7 +26,7 @@ use self::settings::PLATFORM;
 pub use self::settings::TelegramSettings;
 use crate::platform::backoff::{Backoff, FATAL_RETRY, sleep_or_shutdown};
 use crate::platform::error::{PlatformConfigError, PlatformError};
-use crate::platform::http::{self, network, with_rate_limit};
+use crate::platform::http::{self, with_rate_limit};
 use crate::platform::status::StatusCell;
 use crate::platform::types::{
     AdapterStatus, Attachment, Button, Capabilities, ChatRef, ConnectionState, Dialect, FileSource,
@@ -711,22 +711,15 @@ impl PlatformAdapter for TelegramAdapter {
                 .map_err(|e| PlatformError::io(&target, e))?;
             return Ok(target);
         }
-        let response = self
-            .api
-            .client
-            .get(self.settings().file_url(&path))
-            .timeout(Duration::from_secs(300))
-            .send()
-            .await
-            .map_err(|e| network(PLATFORM, e))?;
-        if !response.status().is_success() {
-            return Err(PlatformError::Api {
-                platform: PLATFORM,
-                status: response.status().as_u16(),
-                message: "file download refused".into(),
-            });
-        }
-        download::save(PLATFORM, response, dir, Some(&hint), max_bytes).await
+        download::fetch(
+            PLATFORM,
+            self.api.client.get(self.settings().file_url(&path)),
+            "file",
+            dir,
+            Some(&hint),
+            max_bytes,
+        )
+        .await
     }
 
     fn status(&self) -> AdapterStatus {
