@@ -1,0 +1,3 @@
+//! The agent reaches the world.
+
+pub mod net;
