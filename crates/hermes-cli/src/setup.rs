@@ -151,6 +151,7 @@ pub fn build_with(
         key_hint: spec.key_source.clone(),
     };
     let tools = with_delegation(tools, &config, &home, &providers, &options)?;
+    let tools = hermes_core::code_exec::install(&tools, config.section("code_execution").map_err(|e| CliError::config(e.to_string()))?);
     let compression: hermes_core::compress::CompressionSettings = config
         .section("compression")
         .map_err(|e| CliError::config(e.to_string()))?;
@@ -451,6 +452,8 @@ pub fn every_tool_with(
     registry.register(Arc::new(crate::cron_cmd::tool::CronjobTool::new(home)));
     // Schema only: `build_with` installs the working tool once the providers exist.
     registry.register(Arc::new(delegation::DelegateTaskTool::schema_only()));
+    registry.register(Arc::new(hermes_core::code_exec::ExecuteCodeTool::schema_only()));
+    hermes_web::tools_for_home(home).into_iter().for_each(|t| registry.register(t));
     let memory = memory_settings.enabled().then(|| {
         Arc::new(MemoryStore::new(
             home.join("memories"),

@@ -6,6 +6,7 @@
 
 mod agent;
 mod budget;
+pub mod code_exec;
 pub mod compress;
 pub mod delegation;
 mod events;

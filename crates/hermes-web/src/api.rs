@@ -4,6 +4,7 @@
 //! read up to a size cap and every request has a deadline; errors name the service and carry
 //! the service's own message.
 
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -49,26 +50,37 @@ impl ApiError {
     }
 }
 
-/// One client for every configured service.
+/// One client for every configured service, built on first use (a session that never calls
+/// a service never loads TLS roots for it). Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct ApiClient {
-    client: reqwest::Client,
+    timeout: Duration,
+    client: Arc<OnceLock<Result<reqwest::Client, String>>>,
 }
 
 impl ApiClient {
-    pub fn new(timeout: Duration) -> Result<ApiClient, ApiError> {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(15))
-            .timeout(timeout)
-            .user_agent(concat!("hermes-rs/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| ApiError::Client(e.to_string()))?;
-        Ok(ApiClient { client })
+    /// A client whose requests each have `timeout` in all.
+    pub fn new(timeout: Duration) -> ApiClient {
+        ApiClient {
+            timeout,
+            client: Arc::new(OnceLock::new()),
+        }
     }
 
-    pub fn http(&self) -> &reqwest::Client {
-        &self.client
+    /// The HTTP client.
+    pub fn http(&self) -> Result<&reqwest::Client, ApiError> {
+        self.client
+            .get_or_init(|| {
+                let _ = rustls::crypto::ring::default_provider().install_default();
+                reqwest::Client::builder()
+                    .connect_timeout(Duration::from_secs(15))
+                    .timeout(self.timeout)
+                    .user_agent(concat!("hermes-rs/", env!("CARGO_PKG_VERSION")))
+                    .build()
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| ApiError::Client(e.clone()))
     }
 
     /// Sends `request` and parses a JSON answer.

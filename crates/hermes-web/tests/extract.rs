@@ -119,7 +119,7 @@ async fn site() -> TestServer {
 fn tool(srv: &TestServer, cache: &std::path::Path) -> WebExtractTool {
     let resolver = StaticResolver::new().with("news.example.com", &["127.0.0.1".parse().unwrap()]);
     let fetcher =
-        Fetcher::with_resolver(UrlPolicy::strict().trusting(srv.addr), Arc::new(resolver)).unwrap();
+        Fetcher::with_resolver(UrlPolicy::strict().trusting(srv.addr), Arc::new(resolver));
     WebExtractTool::new(fetcher, cache.to_path_buf(), 15_000)
 }
 

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 fn tool(env: &[(&str, &str)], backend: Option<&str>) -> WebSearchTool {
     WebSearchTool::new(
-        ApiClient::new(Duration::from_secs(10)).unwrap(),
+        ApiClient::new(Duration::from_secs(10)),
         Environment::isolated(env.iter().copied()),
         SearchSettings {
             backend: backend.map(str::to_string),

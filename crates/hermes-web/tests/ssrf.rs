@@ -76,7 +76,7 @@ fn refusal(err: &FetchError) -> String {
 #[tokio::test]
 async fn internal_addresses_in_every_spelling_are_refused_with_the_reason() {
     let fetcher =
-        Fetcher::with_resolver(UrlPolicy::strict(), Arc::new(StaticResolver::new())).unwrap();
+        Fetcher::with_resolver(UrlPolicy::strict(), Arc::new(StaticResolver::new()));
     for (url, expect) in [
         ("http://127.0.0.1/", "127.0.0.1 is a loopback address"),
         ("http://[::1]/", "::1 is a loopback address"),
@@ -123,7 +123,7 @@ async fn internal_addresses_in_every_spelling_are_refused_with_the_reason() {
 async fn a_public_looking_name_resolving_to_loopback_is_refused() {
     let srv = server("http://127.0.0.1:1/".into()).await;
     let resolver = StaticResolver::new().with("docs.example.com", &[loopback()]);
-    let fetcher = Fetcher::with_resolver(UrlPolicy::strict(), Arc::new(resolver)).unwrap();
+    let fetcher = Fetcher::with_resolver(UrlPolicy::strict(), Arc::new(resolver));
     let url = format!("http://docs.example.com:{}/page", srv.addr.port());
     let err = fetcher.get(&url).await.unwrap_err();
     assert!(
@@ -135,7 +135,7 @@ async fn a_public_looking_name_resolving_to_loopback_is_refused() {
         "mixed.example.com",
         &["93.184.216.34".parse().unwrap(), loopback()],
     );
-    let fetcher = Fetcher::with_resolver(UrlPolicy::strict(), Arc::new(resolver)).unwrap();
+    let fetcher = Fetcher::with_resolver(UrlPolicy::strict(), Arc::new(resolver));
     let err = fetcher.get("http://mixed.example.com/").await.unwrap_err();
     assert!(refusal(&err).contains("resolves to 127.0.0.1"), "{err}");
     assert!(srv.requests().is_empty(), "nothing may reach the server");
@@ -146,7 +146,7 @@ async fn a_trusted_address_is_fetched_through_the_checked_pin() {
     let srv = server("http://127.0.0.1:1/".into()).await;
     let resolver = StaticResolver::new().with("allowed.example.com", &[loopback()]);
     let policy = UrlPolicy::strict().trusting(srv.addr);
-    let fetcher = Fetcher::with_resolver(policy, Arc::new(resolver)).unwrap();
+    let fetcher = Fetcher::with_resolver(policy, Arc::new(resolver));
     let url = format!("http://allowed.example.com:{}/hop", srv.addr.port());
     let page = fetcher.get(&url).await.unwrap();
     assert_eq!(page.status, 200);
@@ -179,8 +179,7 @@ async fn a_redirect_from_an_allowed_page_to_a_private_one_is_refused() {
     let fetcher = Fetcher::with_resolver(
         UrlPolicy::strict().trusting(srv.addr),
         Arc::new(StaticResolver::new()),
-    )
-    .unwrap();
+    );
     let err = fetcher.get(&srv.url("/to-private")).await.unwrap_err();
     let text = refusal(&err);
     assert!(matches!(err, FetchError::RedirectRefused { .. }), "{text}");
@@ -204,8 +203,7 @@ async fn limits_bound_redirects_size_status_and_time() {
     let fetcher = Fetcher::with_resolver(
         UrlPolicy::strict().trusting(srv.addr),
         Arc::new(StaticResolver::new()),
-    )
-    .unwrap();
+    );
     let err = fetcher.get(&srv.url("/loop")).await.unwrap_err();
     assert!(
         matches!(err, FetchError::TooManyRedirects { limit: 10, .. }),
@@ -250,7 +248,7 @@ async fn allow_private_urls_opens_loopback_but_the_blocklist_still_applies() {
     let policy = UrlPolicy::strict()
         .allowing_private(true)
         .blocking(&["blocked.example.org"]);
-    let fetcher = Fetcher::with_resolver(policy, Arc::new(resolver)).unwrap();
+    let fetcher = Fetcher::with_resolver(policy, Arc::new(resolver));
     let page = fetcher.get(&srv.url("/page")).await.unwrap();
     assert_eq!(page.body, b"<h1>hello</h1>");
     let err = fetcher

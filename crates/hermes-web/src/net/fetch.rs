@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use url::{Host, Url};
@@ -183,10 +183,11 @@ impl reqwest::dns::Resolve for PinnedResolver {
     }
 }
 
-/// The SSRF-safe fetcher. Cheap to clone (shared client and pins).
+/// The SSRF-safe fetcher. Cheap to clone (shared client and pins); the HTTP client is built on
+/// first use.
 #[derive(Clone)]
 pub struct Fetcher {
-    client: reqwest::Client,
+    client: Arc<OnceLock<Result<reqwest::Client, String>>>,
     guard: Arc<Guard>,
     limits: FetchLimits,
 }
@@ -202,7 +203,7 @@ impl std::fmt::Debug for Fetcher {
 
 impl Fetcher {
     /// A fetcher with the system resolver.
-    pub fn new(policy: UrlPolicy) -> Result<Fetcher, FetchError> {
+    pub fn new(policy: UrlPolicy) -> Fetcher {
         Fetcher::with_resolver(policy, Arc::new(SystemResolver))
     }
 
@@ -210,26 +211,34 @@ impl Fetcher {
     pub fn with_resolver(
         policy: UrlPolicy,
         resolver: Arc<dyn Resolver>,
-    ) -> Result<Fetcher, FetchError> {
+    ) -> Fetcher {
         let guard = Arc::new(Guard {
             policy,
             resolver,
             pins: Mutex::new(HashMap::new()),
         });
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder()
-            .dns_resolver(Arc::new(PinnedResolver(guard.clone())))
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .connect_timeout(Duration::from_secs(15))
-            .user_agent(USER_AGENT)
-            .build()
-            .map_err(|e| FetchError::Client(e.to_string()))?;
-        Ok(Fetcher {
-            client,
+        Fetcher {
+            client: Arc::new(OnceLock::new()),
             guard,
             limits: FetchLimits::default(),
-        })
+        }
+    }
+
+    fn http(&self) -> Result<&reqwest::Client, FetchError> {
+        self.client
+            .get_or_init(|| {
+                let _ = rustls::crypto::ring::default_provider().install_default();
+                reqwest::Client::builder()
+                    .dns_resolver(Arc::new(PinnedResolver(self.guard.clone())))
+                    .redirect(reqwest::redirect::Policy::none())
+                    .no_proxy()
+                    .connect_timeout(Duration::from_secs(15))
+                    .user_agent(USER_AGENT)
+                    .build()
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| FetchError::Client(e.clone()))
     }
 
     /// The same fetcher with other default limits.
@@ -301,7 +310,7 @@ impl Fetcher {
                 });
             }
             let response = self
-                .client
+                .http()?
                 .get(url.clone())
                 .header(
                     reqwest::header::ACCEPT,

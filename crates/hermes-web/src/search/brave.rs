@@ -19,7 +19,7 @@ pub(super) async fn search(
         .append_pair("q", query)
         .append_pair("count", &limit.clamp(1, 20).to_string());
     let request = api
-        .http()
+        .http()?
         .get(url)
         .header("X-Subscription-Token", key)
         .header(reqwest::header::ACCEPT, "application/json");

@@ -22,7 +22,7 @@ pub(super) async fn search(
         .append_pair("kl", "wt-wt")
         .finish();
     let request = api
-        .http()
+        .http()?
         .post(format!("{base}/html/"))
         .header(reqwest::header::USER_AGENT, BROWSER_UA)
         .header(

@@ -19,7 +19,7 @@ pub(super) async fn search(
         "contents": {"highlights": true},
     });
     let request = api
-        .http()
+        .http()?
         .post(format!("{base}/search"))
         .header("x-api-key", key)
         .header("x-exa-integration", "hermes-agent")

@@ -16,7 +16,7 @@ pub(super) async fn search(
 ) -> Result<Vec<SearchHit>, ApiError> {
     let body = json!({"query": query, "limit": limit});
     let mut request = api
-        .http()
+        .http()?
         .post(format!("{base}/v2/search"))
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .body(body.to_string());

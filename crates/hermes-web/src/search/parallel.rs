@@ -28,7 +28,7 @@ pub(super) async fn search(
         "max_results": limit.min(20),
     });
     let request = api
-        .http()
+        .http()?
         .post(format!("{base}/v1beta/search"))
         .header("x-api-key", key)
         .header("parallel-beta", BETA)

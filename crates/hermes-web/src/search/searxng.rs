@@ -19,7 +19,7 @@ pub(super) async fn search(
         .append_pair("format", "json")
         .append_pair("pageno", "1");
     let request = api
-        .http()
+        .http()?
         .get(url)
         .header(reqwest::header::ACCEPT, "application/json");
     let answer = api.json("SearXNG", request).await?;

@@ -21,7 +21,7 @@ pub(super) async fn search(
         "api_key": key,
     });
     let request = api
-        .http()
+        .http()?
         .post(format!("{base}/search"))
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .body(body.to_string());
