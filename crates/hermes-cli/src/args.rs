@@ -15,6 +15,11 @@ pub struct Cli {
     #[arg(short = 'z', long = "oneshot", value_name = "PROMPT")]
     pub oneshot: Option<String>,
 
+    /// Say more on stderr: `-v` what Hermes does, `-vv` debugging detail (`HERMES_LOG`, e.g.
+    /// `debug` or `hermes_llm=trace`, chooses precisely).
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+
     #[command(flatten)]
     pub common: CommonArgs,
 

@@ -3,12 +3,13 @@
 //! model) and continues it in a child session (or in place with `compression.in_place`).
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
+use hermes_runtime::{Compression, Unattended};
 use tokio_util::sync::CancellationToken;
 
 use crate::args::CommonArgs;
 use crate::error::CliError;
-use crate::setup;
 
 pub async fn run(
     common: &CommonArgs,
@@ -22,38 +23,41 @@ pub async fn run(
     if let Some(p) = profile {
         args.profile = Some(p.to_string());
     }
-    let session = setup::build(&args, "cli")?;
-    let history = session.persistence.history();
-    let original = session.persistence.session_id().to_string();
-    if history.is_empty() {
+    let (_runtime, mut session) = crate::session::open(&args, Arc::new(Unattended))?;
+    let original = session.session_id();
+    if session.history().is_empty() {
+        session.close().await;
         return Err(CliError::config(format!(
             "session {original} has no messages to compress"
         )));
     }
     let cancel = CancellationToken::new();
     crate::oneshot::spawn_interrupt_handler(cancel.clone());
-    let Some(out) = session.agent.compress(&history, focus, &cancel).await else {
-        return Err(CliError::config(
-            "compression is disabled (compression.enabled: false in config.yaml)",
-        ));
+    let outcome = session.compress(focus, &cancel).await;
+    let now = session.session_id();
+    session.close().await;
+    let out = match outcome {
+        Compression::Off => {
+            return Err(CliError::config(
+                "compression is disabled (compression.enabled: false in config.yaml)",
+            ));
+        }
+        Compression::Interrupted => return Err(CliError::interrupted()),
+        Compression::Unchanged(out) => {
+            if let Some(notice) = &out.notice {
+                eprintln!("hermes: {notice}");
+            }
+            println!(
+                "Session {original} is already compact (~{} tokens); nothing was changed.",
+                out.tokens_before
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        Compression::Done(out) => out,
     };
     if let Some(notice) = &out.notice {
         eprintln!("hermes: {notice}");
     }
-    if cancel.is_cancelled() {
-        return Err(CliError::interrupted());
-    }
-    if !out.summarized && out.pruned == 0 {
-        println!(
-            "Session {original} is already compact (~{} tokens); nothing was changed.",
-            out.tokens_before
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
-    let recorder = session.persistence.start(&session.agent);
-    recorder.compressed(out.messages);
-    let now = recorder.session_id();
-    drop(recorder);
     let how = if out.summarized {
         "summarized"
     } else {
@@ -70,6 +74,5 @@ pub async fn run(
             out.tokens_before, out.tokens_after
         );
     }
-    session.background.shutdown().await;
     Ok(ExitCode::SUCCESS)
 }

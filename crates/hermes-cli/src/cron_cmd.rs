@@ -2,17 +2,16 @@
 //! `$HERMES_HOME/cron/jobs.json`, the Python Hermes's file (hermes-cron). There is no daemon:
 //! `tick` runs the due jobs once and exits, for the system crontab or a systemd timer; `run ID`
 //! runs one job now. Prompts are scanned for injection when a job is added or edited and
-//! again before it runs. Running a job and the `cronjob` tool live in the submodules.
+//! again before it runs. Running a job and the `cronjob` tool live in hermes-runtime.
 
 pub mod run;
-pub mod tool;
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
-use hermes_config::{Config, Environment, HermesHome};
-use hermes_cron::{CronError, CronStore, Job, JobEdit, NewJob, Zone};
+use hermes_cron::{CronError, CronStore, Job, JobEdit, NewJob};
+use hermes_runtime::cron::{check_prompt, delivery_note};
 
 use crate::args::CommonArgs;
 use crate::error::CliError;
@@ -118,31 +117,6 @@ pub struct EditArgs {
     pub clear_skills: bool,
 }
 
-/// The store of a home, computing schedules in the configured zone (`HERMES_TIMEZONE`, then
-/// config.yaml's `timezone`, else local time); a warning when the zone is unknown.
-pub fn open_store(
-    home: &HermesHome,
-    config: &Config,
-    env: &Environment,
-) -> (CronStore, Option<String>) {
-    let env_tz = env.var("HERMES_TIMEZONE");
-    let config_tz = config
-        .raw
-        .get("timezone")
-        .and_then(serde_json::Value::as_str);
-    let (zone, warning) = Zone::resolve(env_tz.as_deref(), config_tz);
-    let keep = config
-        .raw
-        .pointer("/cron/output_retention")
-        .and_then(serde_json::Value::as_i64)
-        .map(|k| usize::try_from(k).unwrap_or(0))
-        .unwrap_or(hermes_cron::output::DEFAULT_KEEP);
-    (
-        CronStore::new(home.root(), zone).with_output_retention(keep),
-        warning,
-    )
-}
-
 /// A store failure as the CLI reports it: a wrong id or schedule is a usage error (2).
 pub fn cron_error(e: CronError) -> CliError {
     if e.is_usage() {
@@ -152,38 +126,15 @@ pub fn cron_error(e: CronError) -> CliError {
     }
 }
 
-/// The tools of a cron session: without `cronjob` (a job must not schedule more jobs) and
-/// `clarify` (nobody is there to answer), as in the Python Hermes.
-pub fn without_cron_tools(tools: hermes_tools::Registry) -> hermes_tools::Registry {
-    let mut kept = hermes_tools::Registry::new();
-    for name in tools.names() {
-        if let Some(tool) = tools.get(name)
-            && !matches!(tool.toolset(), "cronjob" | "clarify")
-        {
-            kept.register(tool.clone());
-        }
-    }
-    kept
-}
-
-/// Refuses a prompt the injection scanner flags, with its reason.
-pub fn check_prompt(prompt: &str) -> Result<(), String> {
-    let findings = hermes_core::injection::scan(prompt, hermes_core::injection::Scope::Strict);
-    if findings.is_clean() {
-        Ok(())
-    } else {
-        Err(findings.describe("cron prompt"))
-    }
-}
-
 /// `top` holds the flags given before the subcommand (`hermes -p NAME cron ...`).
 pub async fn run(top: &CommonArgs, args: &CronArgs) -> Result<ExitCode, CliError> {
     let common = CommonArgs {
         profile: args.profile.clone().or_else(|| top.profile.clone()),
         ..top.clone()
     };
-    let (home, config, env) = crate::setup::load_home(&common)?;
-    let (store, zone_warning) = open_store(&home, &config, &env);
+    let runtime = crate::session::runtime(&common)?;
+    let (store, zone_warning) =
+        hermes_runtime::cron::open_store(runtime.home(), runtime.config(), runtime.env());
     if let Some(w) = zone_warning {
         eprintln!("hermes: {w}");
     }
@@ -214,8 +165,8 @@ pub async fn run(top: &CommonArgs, args: &CronArgs) -> Result<ExitCode, CliError
             format!("Removed job: {} ({})\n", j.name(), j.id())
         }
         CronAction::Status => status_text(&store).map_err(cron_error)?,
-        CronAction::Run { job } => return run::run_now(&common, &store, job).await,
-        CronAction::Tick => return run::tick(&common, &store).await,
+        CronAction::Run { job } => return run::run_now(&common, &runtime, &store, job).await,
+        CronAction::Tick => return run::tick(&common, &runtime, &store).await,
     };
     print!("{out}");
     Ok(ExitCode::SUCCESS)
@@ -237,7 +188,7 @@ fn add_job(store: &CronStore, add: &AddArgs) -> Result<String, CliError> {
             "give the prompt (or at least one --skill): hermes cron add SCHEDULE PROMPT",
         ));
     }
-    check_prompt(&prompt).map_err(CliError::config)?;
+    check_prompt(&prompt).map_err(|e| CliError::config(e.0))?;
     let job = store
         .create(NewJob {
             prompt,
@@ -271,7 +222,7 @@ fn add_job(store: &CronStore, add: &AddArgs) -> Result<String, CliError> {
 
 fn edit_job(store: &CronStore, edit: &EditArgs) -> Result<String, CliError> {
     if let Some(prompt) = &edit.prompt {
-        check_prompt(prompt).map_err(CliError::config)?;
+        check_prompt(prompt).map_err(|e| CliError::config(e.0))?;
     }
     let skills = if edit.clear_skills {
         Some(Vec::new())
@@ -314,24 +265,6 @@ fn edit_job(store: &CronStore, edit: &EditArgs) -> Result<String, CliError> {
         },
         job.next_run_at().unwrap_or("-")
     ))
-}
-
-/// Why a job's answer will not reach where it asks, in this build.
-pub fn delivery_note(job: &Job) -> Option<String> {
-    let remote: Vec<String> = job
-        .deliver()
-        .split(',')
-        .map(str::trim)
-        .filter(|t| !t.is_empty() && *t != "local")
-        .map(str::to_string)
-        .collect();
-    (!remote.is_empty()).then(|| {
-        format!(
-            "delivery to {} needs the messaging gateway, which this build does not have; answers are saved under cron/output/{}/",
-            remote.join(", "),
-            job.id()
-        )
-    })
 }
 
 /// The `hermes cron list` text (also what `/cron` shows).

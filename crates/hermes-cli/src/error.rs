@@ -32,3 +32,14 @@ impl CliError {
         }
     }
 }
+
+impl From<hermes_runtime::SessionError> for CliError {
+    /// A configuration or usage mistake exits 2, a failed run (damaged store, ...) 1.
+    fn from(e: hermes_runtime::SessionError) -> CliError {
+        if e.is_usage() {
+            CliError::config(e.to_string())
+        } else {
+            CliError::runtime(e.to_string())
+        }
+    }
+}

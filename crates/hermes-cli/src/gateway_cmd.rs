@@ -1,7 +1,10 @@
-//! `hermes gateway [run]`: the gateway in the foreground. This build serves the
-//! OpenAI-compatible API server (hermes-gateway) with one `-z`-like agent turn per request,
-//! recorded as a session with source `api`; chat platforms configured in config.yaml are named
-//! as not in this build. Ctrl-C or SIGTERM stops it: turns in flight are cancelled, exit 0.
+//! `hermes gateway [run]`: the gateway in the foreground, one long-lived process with one
+//! [`Runtime`] (providers, MCP servers and the store writer built once and shared): the
+//! OpenAI-compatible API server (each request one turn of a fresh session: platform `api`,
+//! unattended approvals), every configured chat platform (Telegram, Discord, Slack, webhooks:
+//! one session per chat, `hermes_gateway::chat`), the cron scheduler with delivery to chats,
+//! and the state file `hermes gateway status` reads. Ctrl-C or SIGTERM stops it: turns in
+//! flight are interrupted and recorded, exit 0.
 //!
 //! Settings, as the Python Hermes reads them: `--host`/`--port`, else `API_SERVER_HOST` /
 //! `API_SERVER_PORT`, else `platforms.api_server.extra.host|port` (or without `extra`, or under
@@ -17,16 +20,17 @@ use clap::Args;
 use hermes_config::{Config, Environment};
 use hermes_core::EventSink;
 use hermes_gateway::api_server::{
-    self, ApiServer, ApiServerConfig, TurnInput, TurnOutcome, TurnRunner,
+    self, ApiServer, ApiServerConfig, RunnerError, TurnInput, TurnOutcome, TurnRunner,
 };
+use hermes_gateway::chat::{self, ChatGateway};
+use hermes_gateway::platform::{BuiltAdapters, build_adapters};
 use hermes_protocol::Message;
+use hermes_runtime::{Platform, Runtime, SessionSpec, Unattended};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::CommonArgs;
 use crate::error::CliError;
-use crate::persist::Tee;
-use crate::setup;
 
 #[derive(Debug, Args)]
 pub struct GatewayArgs {
@@ -50,33 +54,91 @@ pub struct GatewayArgs {
 const API_SERVER: &str = "api_server";
 
 pub async fn run(common: &CommonArgs, args: &GatewayArgs) -> Result<ExitCode, CliError> {
-    let common = common.merged(&args.common);
-    let (home, config, env) = setup::load_home(&common)?;
-    let server_config = server_config(args, &config, &env, home.profile_name())?;
+    let common = CommonArgs {
+        resume: None,
+        continue_last: false,
+        ..common.merged(&args.common)
+    };
+    let runtime = crate::session::runtime(&common)?;
+    let (home, config, env) = (runtime.home(), runtime.config(), runtime.env());
+    let server_config = server_config(args, config, env, home.profile_name())?;
     api_server::check_bind(&server_config.host, server_config.key.as_deref())
-        .map_err(CliError::config)?;
-    for name in other_platforms(&config) {
-        eprintln!("hermes: gateway platform `{name}` is configured but not in this build");
+        .map_err(|e| CliError::config(e.to_string()))?;
+    let cwd = crate::session::working_dir(config)?;
+    let BuiltAdapters {
+        adapters,
+        platforms,
+        errors,
+        warnings,
+    } = build_adapters(config, env);
+    for warning in warnings {
+        eprintln!("hermes: {warning}");
     }
-    // Build one session first: a configuration mistake stops the gateway at start, and its
-    // warnings are printed once rather than on every request.
-    let probe = build(&common).await?;
-    for w in &probe.warnings {
-        eprintln!("hermes: {w}");
+    for error in errors {
+        eprintln!("hermes: gateway platform not started: {error}");
     }
-    probe.background.shutdown().await;
-    drop(probe);
+    let chats = (!adapters.is_empty()).then(|| {
+        Arc::new(ChatGateway::new(
+            runtime.clone(),
+            common.spec(Platform::Gateway("gateway".into()), cwd.clone()),
+            adapters,
+            platforms.clone(),
+        ))
+    });
+    let directory = match &chats {
+        Some(g) => g.directory(),
+        None => chat::delivery::Directory {
+            adapters: Default::default(),
+            platforms: platforms.clone(),
+            routes: Arc::new(chat::routes::Routes::load(home.root())),
+        },
+    };
+    if chats.is_some() {
+        runtime.register_tool(Arc::new(chat::delivery::SendMessageTool {
+            directory: directory.clone(),
+        }));
+    }
+    let spec = common.spec(Platform::Api, cwd);
+    // Build one session first: a configuration mistake stops the gateway at start, and the
+    // providers and MCP servers every request shares are ready before the first one.
+    let probe = runtime
+        .open_session(spec.clone(), Arc::new(Unattended))
+        .await?;
+    probe.close().await;
 
-    let runner = Arc::new(AgentRunner { args: common });
+    let runner = Arc::new(AgentRunner {
+        runtime: runtime.clone(),
+        spec: spec.clone(),
+    });
     let server = ApiServer::bind(server_config, runner)
         .await
-        .map_err(CliError::runtime)?;
+        .map_err(|e| CliError::runtime(e.to_string()))?;
     let addr = server
         .local_addr()
         .map_err(|e| CliError::runtime(format!("cannot read the listening address: {e}")))?;
     println!("API server listening on http://{addr}/v1");
     let shutdown = CancellationToken::new();
     spawn_signal_handler(shutdown.clone());
+    let mut background = Vec::new();
+    if let Some(gateway) = &chats {
+        for adapter in gateway.adapters() {
+            println!("{} started", adapter.name());
+        }
+        background.push(tokio::spawn(gateway.clone().run(shutdown.clone())));
+        background.push(tokio::spawn(chat::state::keep_written(
+            gateway.clone(),
+            home.root().to_path_buf(),
+            Some(format!("http://{addr}/v1")),
+            shutdown.clone(),
+        )));
+    }
+    let delivery = Arc::new(chat::delivery::CronDelivery::new(directory, &config.raw));
+    background.push(tokio::spawn(chat::scheduler::run(
+        runtime.clone(),
+        spec,
+        delivery,
+        shutdown.clone(),
+    )));
     let stopped = shutdown.clone();
     tokio::select! {
         r = server.serve(shutdown) => {
@@ -84,6 +146,10 @@ pub async fn run(common: &CommonArgs, args: &GatewayArgs) -> Result<ExitCode, Cl
         }
         // Connections that outlive their cancelled turns are not waited for forever.
         _ = async { stopped.cancelled().await; tokio::time::sleep(Duration::from_secs(10)).await } => {}
+    }
+    // The chats finish (or stop) their turns and close their sessions.
+    for task in background {
+        let _ = tokio::time::timeout(Duration::from_secs(40), task).await;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -111,13 +177,6 @@ fn spawn_signal_handler(shutdown: CancellationToken) {
         }
         shutdown.cancel();
     });
-}
-
-async fn build(args: &CommonArgs) -> Result<setup::Session, CliError> {
-    let args = args.clone();
-    tokio::task::spawn_blocking(move || setup::build(&args, "api"))
-        .await
-        .map_err(|e| CliError::runtime(format!("building the agent failed: {e}")))?
 }
 
 /// A value of the api_server platform block: `platforms.api_server.extra.KEY`, then
@@ -203,27 +262,11 @@ fn server_config(
     })
 }
 
-/// Platforms configured (and not disabled) in config.yaml other than the API server.
-fn other_platforms(config: &Config) -> Vec<String> {
-    let mut names = Vec::new();
-    for root in ["/platforms", "/gateway/platforms"] {
-        let Some(map) = config.raw.pointer(root).and_then(Value::as_object) else {
-            continue;
-        };
-        for (name, v) in map {
-            let disabled = v.get("enabled").and_then(Value::as_bool) == Some(false);
-            if name != API_SERVER && !disabled && !names.contains(name) {
-                names.push(name.clone());
-            }
-        }
-    }
-    names
-}
-
-/// One request, one fresh session built the way `hermes -z` builds it (nobody to ask for
-/// approvals), recorded with source `api`.
+/// One request, one fresh session of the gateway's runtime (nobody to ask for approvals),
+/// recorded with source `api`.
 struct AgentRunner {
-    args: CommonArgs,
+    runtime: Runtime,
+    spec: SessionSpec,
 }
 
 #[async_trait::async_trait]
@@ -233,29 +276,29 @@ impl TurnRunner for AgentRunner {
         input: TurnInput,
         events: Arc<dyn EventSink>,
         cancel: CancellationToken,
-    ) -> Result<TurnOutcome, String> {
-        let session = build(&self.args).await.map_err(|e| e.message)?;
-        let recorder = session.persistence.start(&session.agent);
+    ) -> Result<TurnOutcome, RunnerError> {
+        let mut session = self
+            .runtime
+            .open_session(self.spec.clone(), Arc::new(Unattended))
+            .await
+            .map_err(|e| RunnerError {
+                message: e.to_string(),
+            })?;
         let mut history = Vec::with_capacity(input.history.len() + 1);
         // The request's system messages come first, after the agent's own system prompt.
         if let Some(system) = input.system.filter(|s| !s.trim().is_empty()) {
             history.push(Message::system(system));
         }
         history.extend(input.history);
-        let result = session
-            .agent
-            .run_turn(
-                &input.user,
-                history,
-                &Tee(&recorder, events.as_ref()),
-                cancel,
-            )
-            .await;
-        recorder.end_turn(&result);
-        session.background.shutdown().await;
+        session.continue_from(history);
+        let report = session.turn(&input.user, events.as_ref(), cancel).await;
+        let session_id = session.session_id();
+        session.close().await;
         Ok(TurnOutcome {
-            result,
-            session_id: Some(session.persistence.session_id().to_string()),
+            final_text: report.final_text,
+            end: report.end,
+            usage: report.usage,
+            session_id: Some(session_id),
         })
     }
 }

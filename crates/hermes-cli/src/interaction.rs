@@ -4,9 +4,10 @@
 //! free answer, any other text is the answer). How a prompt looks and where its answer is read
 //! is the [`PromptSurface`]'s business (the REPL draws them in its skin and reads through its
 //! line editor, so there is only ever one reader of the terminal). `/yolo` switches the terminal
-//! to approving without asking (hardline commands never get here). [`Unattended`] is for
+//! to approving without asking (hardline commands never get here). `Unattended` is for
 //! one-shot runs: like the Python Hermes it approves flagged commands and says so on stderr,
-//! and it has nobody to answer questions.
+//! and it has nobody to answer questions (it lives in hermes-runtime, with the sessions that
+//! use it).
 
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -134,29 +135,6 @@ impl Interaction for Terminal {
         }
         self.surface.tell(&format!("  → {said}"));
         decision
-    }
-}
-
-/// One-shot runs: nobody to ask.
-pub struct Unattended;
-
-#[async_trait::async_trait]
-impl Interaction for Unattended {
-    fn is_interactive(&self) -> bool {
-        false
-    }
-
-    async fn clarify(&self, _question: &str, _choices: &[String]) -> Option<String> {
-        None
-    }
-
-    async fn approve(&self, request: &ApprovalRequest) -> ApprovalAnswer {
-        eprintln!(
-            "hermes: auto-approved a flagged command ({}) because a one-shot run has no user to ask: {}",
-            request.description,
-            hermes_tools::output::shorten_line(&request.command, 120)
-        );
-        ApprovalAnswer::Once
     }
 }
 

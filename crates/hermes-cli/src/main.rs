@@ -8,26 +8,23 @@ mod cron_cmd;
 mod error;
 mod gateway_cmd;
 mod interaction;
-mod judge;
+mod logging;
 mod mcp_cmd;
 mod memory_cmd;
 mod model_cmd;
 mod model_list;
 mod oneshot;
-mod persist;
 mod profile_cmd;
 mod prompt_size;
-mod provider;
 mod render;
 mod repl;
 mod resume;
+mod session;
 mod sessions_cmd;
-mod setup;
 mod setup_cmd;
 mod skills_cmd;
 mod status_cmd;
 mod tools_cmd;
-mod trajectory;
 mod tui;
 
 use std::process::ExitCode;
@@ -39,6 +36,7 @@ use error::CliError;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    logging::init(cli.verbose);
     match run(cli) {
         Ok(code) => code,
         Err(e) => {

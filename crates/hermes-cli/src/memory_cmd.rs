@@ -100,7 +100,7 @@ pub fn run(top: &CommonArgs, args: &MemoryArgs) -> Result<ExitCode, CliError> {
         profile: args.profile.clone().or_else(|| top.profile.clone()),
         ..CommonArgs::default()
     };
-    let (home, config, _) = crate::setup::load_home(&common)?;
+    let (home, config, _) = crate::session::load_home(&common)?;
     let text = match args.action.as_ref().unwrap_or(&MemoryAction::Status) {
         MemoryAction::Status => status(&home, &config, false)?,
         MemoryAction::Show => status(&home, &config, true)?,

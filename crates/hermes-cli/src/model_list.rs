@@ -103,7 +103,7 @@ pub fn render(config: &Config, env: &Environment) -> String {
             out.push_str(&named_line(n, active_id.as_deref()));
         }
     }
-    let fallbacks: Vec<String> = crate::provider::fallback_chain(config)
+    let fallbacks: Vec<String> = hermes_runtime::providers::fallback_chain(config)
         .iter()
         .map(|f| {
             let p = f

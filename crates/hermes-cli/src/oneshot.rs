@@ -3,14 +3,15 @@
 //! reason on stderr when the turn fails, and 130 when interrupted.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
+use hermes_protocol::TurnEnd;
+use hermes_runtime::Unattended;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::CommonArgs;
 use crate::error::CliError;
-use crate::persist::Tee;
 use crate::render::{ProgressRenderer, StreamRenderer};
-use crate::setup;
 
 pub enum Style {
     /// Final answer only on stdout (`-z`).
@@ -20,57 +21,46 @@ pub enum Style {
 }
 
 pub async fn run(args: &CommonArgs, prompt: &str, style: Style) -> Result<ExitCode, CliError> {
-    let session = setup::build(args, "cli")?;
-    for w in &session.warnings {
-        eprintln!("hermes: {w}");
-    }
+    let (_runtime, mut session) = crate::session::open(args, Arc::new(Unattended))?;
     let cancel = CancellationToken::new();
     spawn_interrupt_handler(cancel.clone());
-    let recorder = session.persistence.start(&session.agent);
-    let history = session.persistence.history();
-    let (result, streamed) = match style {
+    let (report, streamed) = match style {
         Style::AnswerOnly => {
             let sink = ProgressRenderer::new();
-            (
-                session
-                    .agent
-                    .run_turn(prompt, history, &Tee(&recorder, &sink), cancel)
-                    .await,
-                false,
-            )
+            (session.turn(prompt, &sink, cancel).await, false)
         }
         Style::Streamed => {
             let sink = StreamRenderer::new();
-            let r = session
-                .agent
-                .run_turn(prompt, history, &Tee(&recorder, &sink), cancel)
-                .await;
+            let r = session.turn(prompt, &sink, cancel).await;
             sink.finish_turn();
             (r, true)
         }
     };
-    recorder.end_turn(&result);
-    // Background processes die with the session, whatever the outcome of the turn.
-    session.background.shutdown().await;
-    if result.interrupted {
-        return Err(CliError::interrupted());
+    // The stored session ends and background processes die with it, whatever the outcome.
+    session.close().await;
+    if args.usage && !report.is_interrupted() {
+        eprintln!("{}", crate::render::usage_line(&report));
     }
-    if args.usage {
-        eprintln!("{}", crate::render::usage_line(&result));
+    match report.end {
+        TurnEnd::Interrupted => Err(CliError::interrupted()),
+        TurnEnd::Failed(failure) => Err(CliError::runtime(failure.message)),
+        TurnEnd::Completed => {
+            if !streamed {
+                println!("{}", report.final_text);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        TurnEnd::BudgetExhausted => {
+            if !streamed {
+                println!("{}", report.final_text);
+            }
+            eprintln!(
+                "hermes: stopped after {} model calls (agent.max_turns); the answer above is the model's wrap-up",
+                report.api_calls
+            );
+            Ok(ExitCode::SUCCESS)
+        }
     }
-    if let Some(reason) = result.error {
-        return Err(CliError::runtime(reason));
-    }
-    if !streamed {
-        println!("{}", result.final_text);
-    }
-    if !result.completed {
-        eprintln!(
-            "hermes: stopped after {} model calls (agent.max_turns); the answer above is the model's wrap-up",
-            result.api_calls
-        );
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// First Ctrl-C cancels the turn (the agent closes its history cleanly); a second one exits

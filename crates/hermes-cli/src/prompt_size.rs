@@ -12,18 +12,18 @@ use serde_json::{Value, json};
 
 use crate::args::CommonArgs;
 use crate::error::CliError;
-use crate::setup;
 
 /// Prints the table for the current config.
 pub fn run(args: &CommonArgs) -> Result<ExitCode, CliError> {
-    let (home, config, env) = setup::load_home(args)?;
+    let runtime = crate::session::runtime(args)?;
+    let (config, env) = (runtime.config(), runtime.env());
     let overrides = Overrides {
         provider: args.provider.clone(),
         model: args.model.clone(),
         base_url: args.base_url.clone(),
     };
     // No usable provider is no reason not to count: fall back to what config names.
-    let (model, provider) = match hermes_llm::resolve(&config.model, &env, &overrides) {
+    let (model, provider) = match hermes_llm::resolve(&config.model, env, &overrides) {
         Ok(spec) => (spec.model, spec.provider),
         Err(e) => {
             eprintln!("hermes: {e}; counting for the model named in config");
@@ -39,11 +39,9 @@ pub fn run(args: &CommonArgs) -> Result<ExitCode, CliError> {
             )
         }
     };
-    let cwd = setup::tool_cwd(&config)?;
-    let prepared = setup::prepare(args, "cli", &home, &config, &env, &cwd, (&model, &provider))?;
-    for w in &prepared.warnings {
-        eprintln!("hermes: {w}");
-    }
+    let cwd = crate::session::working_dir(config)?;
+    let spec = args.spec(hermes_runtime::Platform::Cli, cwd.clone());
+    let prepared = runtime.prepare(&spec, &cwd, (&model, &provider))?;
     let bpe = tiktoken_rs::o200k_base()
         .map_err(|e| CliError::runtime(format!("cannot load the o200k_base tokenizer: {e}")))?;
     let count = |text: &str| bpe.encode_ordinary(text).len();

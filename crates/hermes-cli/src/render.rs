@@ -23,7 +23,7 @@ pub fn tool_line(name: &str, preview: &str, duration: Duration, ok: bool) -> Str
 }
 
 /// `usage: 3 calls · 12,345 in (10,000 cached) · 678 out · $0.0123` (or `cost unknown`).
-pub fn usage_line(turn: &hermes_protocol::TurnResult) -> String {
+pub fn usage_line(turn: &hermes_runtime::TurnReport) -> String {
     let u = &turn.usage;
     let mut line = format!(
         "usage: {} call{} · {} in",
@@ -176,7 +176,7 @@ mod tests {
 
     #[test]
     fn usage_lines_read_well() {
-        let mut t = hermes_protocol::TurnResult {
+        let mut t = hermes_runtime::TurnReport {
             api_calls: 3,
             ..Default::default()
         };

@@ -19,7 +19,6 @@ use hermes_tools::output::{shorten_line, truncate_middle};
 
 use crate::args::CommonArgs;
 use crate::error::CliError;
-use crate::resume::store_error;
 
 #[derive(Debug, Args)]
 pub struct SessionsArgs {
@@ -468,6 +467,12 @@ fn confirm(question: &str) -> Result<bool, CliError> {
         answer.trim().to_ascii_lowercase().as_str(),
         "y" | "yes"
     ))
+}
+
+/// Store failures: a wrong name is a usage error (2), a damaged or locked database a failed
+/// run (1).
+fn store_error(e: hermes_store::StoreError) -> CliError {
+    CliError::from(hermes_runtime::SessionError::from(e))
 }
 
 #[cfg(test)]

@@ -52,7 +52,7 @@ pub async fn run(top: &CommonArgs, args: &SetupArgs) -> Result<ExitCode, CliErro
         profile: args.profile.clone().or_else(|| top.profile.clone()),
         ..CommonArgs::default()
     };
-    let (home, config, env) = crate::setup::load_home(&common)?;
+    let (home, config, env) = crate::session::load_home(&common)?;
     let interactive = std::io::stdin().is_terminal() && !args.key_stdin;
     let mut ask = Asker { interactive };
     let plan = decide(args, &config.raw, &env, &mut ask)?;

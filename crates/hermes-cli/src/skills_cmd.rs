@@ -42,7 +42,7 @@ pub fn run(top: &CommonArgs, args: &SkillsArgs) -> Result<ExitCode, CliError> {
         profile: args.profile.clone().or_else(|| top.profile.clone()),
         ..CommonArgs::default()
     };
-    let (home, config, _) = crate::setup::load_home(&common)?;
+    let (home, config, _) = crate::session::load_home(&common)?;
     let library = Library::for_home(
         &home,
         SkillSettings::from_config(&config, home.root(), "cli"),

@@ -49,10 +49,10 @@ pub fn run(top: &CommonArgs, args: &ToolsArgs) -> Result<ExitCode, CliError> {
         profile: args.profile.clone().or_else(|| top.profile.clone()),
         ..CommonArgs::default()
     };
-    let (home, config, env) = crate::setup::load_home(&common)?;
+    let (home, config, env) = crate::session::load_home(&common)?;
     let memory =
         MemorySettings::from_config(&config).map_err(|e| CliError::config(e.to_string()))?;
-    let (every, _) = crate::setup::every_tool(&home, &memory);
+    let (every, _) = hermes_runtime::tools::every_tool(&home, &memory);
     let text = match args.action.as_ref().unwrap_or(&ToolsAction::List) {
         ToolsAction::List => list(&common, &config, &env, &every)?,
         ToolsAction::Enable { toolsets } => change(&home, &config, &every, toolsets, true)?,
@@ -84,7 +84,15 @@ fn list(
     env: &hermes_config::Environment,
     every: &Registry,
 ) -> Result<String, CliError> {
-    let (chosen, source) = crate::setup::configured_toolsets(common, config);
+    let requested = common
+        .toolsets
+        .as_deref()
+        .map(hermes_runtime::tools::parse_toolsets);
+    let (chosen, source) = hermes_runtime::tools::configured_toolsets(
+        requested.as_deref(),
+        &hermes_runtime::Platform::Cli,
+        config,
+    );
     let (selected, warnings) = every
         .select(&chosen)
         .map_err(|e| CliError::config(e.to_string()))?;
@@ -143,7 +151,8 @@ fn change(
             )));
         }
     }
-    let (current, source) = crate::setup::configured_toolsets(&CommonArgs::default(), config);
+    let (current, source) =
+        hermes_runtime::tools::configured_toolsets(None, &hermes_runtime::Platform::Cli, config);
     // Composites (`hermes-cli`, `all`) are spelled out so one member can be switched off.
     let (selected, _) = every
         .select(&current)
@@ -179,7 +188,7 @@ fn change(
     if next == before {
         return Ok(format!("Already {verb}: {}.\n", names.join(", ")));
     }
-    let setting = match source {
+    let setting = match source.as_str() {
         "platform_toolsets.cli" => "platform_toolsets.cli",
         _ => "toolsets",
     };

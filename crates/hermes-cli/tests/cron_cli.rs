@@ -240,7 +240,7 @@ fn a_silent_answer_is_saved_and_not_delivered() {
     let o = run(&home, &["cron", "run", "issues"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let why = format!(
-        "delivery to telegram:42 needs the messaging gateway, which this build does not have; answers are saved under cron/output/{loud}/"
+        "delivery to telegram:42 needs the messaging gateway (`hermes gateway`); answers are saved under cron/output/{loud}/"
     );
     assert_eq!(job(&home, &loud)["last_delivery_error"], json!(why));
     assert!(

@@ -60,7 +60,10 @@ for f in files:
 print("patched", ", ".join(files))
 print("a.py now:", read_file("a.py")["content"].splitlines()[0])
 "#;
-    let server = MockServer::start(Script::new(vec![code_turn(script), Turn::text("Renamed in a.py and b.py.")]));
+    let server = MockServer::start(Script::new(vec![
+        code_turn(script),
+        Turn::text("Renamed in a.py and b.py."),
+    ]));
     let home = TestHome::new();
     home.write_mock_config(&server);
     let work = home.workdir();
@@ -70,24 +73,47 @@ print("a.py now:", read_file("a.py")["content"].splitlines()[0])
 
     // One model call of budget: without the refund the second call would be the tool-less
     // wrap-up call.
-    let o = run(&home, &["-z", "rename OLD_NAME in two files", "--max-turns", "1"]);
+    let o = run(
+        &home,
+        &["-z", "rename OLD_NAME in two files", "--max-turns", "1"],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "Renamed in a.py and b.py.\n");
 
-    assert_eq!(std::fs::read_to_string(work.join("a.py")).unwrap(), "new_name = 1\nprint(new_name)\n");
-    assert_eq!(std::fs::read_to_string(work.join("b.py")).unwrap(), "from a import new_name\n");
-    assert_eq!(std::fs::read_to_string(work.join("c.py")).unwrap(), "# OLD_NAME stays here\n");
+    assert_eq!(
+        std::fs::read_to_string(work.join("a.py")).unwrap(),
+        "new_name = 1\nprint(new_name)\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(work.join("b.py")).unwrap(),
+        "from a import new_name\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(work.join("c.py")).unwrap(),
+        "# OLD_NAME stays here\n"
+    );
 
     let reqs = server.chat_requests();
     assert_eq!(reqs.len(), 2);
-    let names: Vec<&str> = reqs[0]["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = reqs[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
     assert!(names.contains(&"execute_code"), "{names:?}");
-    assert!(has_tools(&reqs[1]), "the iteration was refunded: the second call is a normal one");
+    assert!(
+        has_tools(&reqs[1]),
+        "the iteration was refunded: the second call is a normal one"
+    );
     let result = tool_result(&reqs[1], 0);
     assert_eq!(result["status"], "success", "{result}");
     assert_eq!(result["exit_code"], 0);
     assert_eq!(result["tool_calls_made"], 4);
-    assert_eq!(result["output"], "patched a.py, b.py\na.py now:      1|new_name = 1\n", "{result}");
+    assert_eq!(
+        result["output"], "patched a.py, b.py\na.py now:      1|new_name = 1\n",
+        "{result}"
+    );
 }
 
 #[test]
@@ -116,7 +142,10 @@ for i in range(20000):
         Turn::text("done"),
     ]));
     let home = TestHome::new();
-    home.write_config(&format!("{}code_execution:\n  timeout: 2\n", hermes_testkit::mock_config_yaml(&server)));
+    home.write_config(&format!(
+        "{}code_execution:\n  timeout: 2\n",
+        hermes_testkit::mock_config_yaml(&server)
+    ));
     std::fs::write(home.workdir().join("a.txt"), "alpha\n").unwrap();
 
     let o = run(&home, &["-z", "test the limits"]);
@@ -142,8 +171,14 @@ for i in range(20000):
 
     let slow = tool_result(&last, 2);
     assert_eq!(slow["status"], "timeout", "{slow}");
-    assert_eq!(slow["error"], "the script timed out after 2s and was killed");
-    assert_eq!(slow["output"], "started\n\n\nthe script timed out after 2s and was killed");
+    assert_eq!(
+        slow["error"],
+        "the script timed out after 2s and was killed"
+    );
+    assert_eq!(
+        slow["output"],
+        "started\n\n\nthe script timed out after 2s and was killed"
+    );
 }
 
 #[test]
@@ -166,7 +201,10 @@ print(ok["output"], ok["exit_code"])
     let result = tool_result(&server.chat_requests()[1], 0);
     assert_eq!(result["status"], "success", "{result}");
     assert_eq!(result["tool_calls_made"], 2);
-    assert_eq!(result["output"], "False BLOCKED (hardline): recursive deletion\nfine 0\n", "{result}");
+    assert_eq!(
+        result["output"], "False BLOCKED (hardline): recursive deletion\nfine 0\n",
+        "{result}"
+    );
 }
 
 #[test]
@@ -187,8 +225,13 @@ fn scripts_keep_refunding_their_iterations() {
     assert_eq!(stdout(&o), "three scripts ran\n");
     let reqs = server.chat_requests();
     assert_eq!(reqs.len(), 4, "four model calls on a budget of two");
-    assert!(reqs.iter().all(has_tools), "none of them was the wrap-up call");
-    let outputs: Vec<Value> = (0..3).map(|i| tool_result(&reqs[3], i)["output"].clone()).collect();
+    assert!(
+        reqs.iter().all(has_tools),
+        "none of them was the wrap-up call"
+    );
+    let outputs: Vec<Value> = (0..3)
+        .map(|i| tool_result(&reqs[3], i)["output"].clone())
+        .collect();
     assert_eq!(outputs, [json!("1\n"), json!("2\n"), json!("3\n")]);
 
     // Without execute_code the same budget ends in the wrap-up call.
@@ -202,5 +245,8 @@ fn scripts_keep_refunding_their_iterations() {
     let _ = run(&home, &["-z", "read", "--max-turns", "2"]);
     let reqs = server.chat_requests();
     assert_eq!(reqs.len(), 3);
-    assert!(!has_tools(&reqs[2]), "the third call is the wrap-up call without tools");
+    assert!(
+        !has_tools(&reqs[2]),
+        "the third call is the wrap-up call without tools"
+    );
 }

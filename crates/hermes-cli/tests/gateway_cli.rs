@@ -7,80 +7,12 @@
 
 mod common;
 
+use common::gateway::Gateway;
 use common::*;
-
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, ChildStderr, Stdio};
-use std::time::{Duration, Instant};
 
 use hermes_testkit::http_client::{HttpReply, sse_events};
 use hermes_testkit::{MockServer, Script, TestHome, Turn};
 use serde_json::{Value, json};
-
-/// A running `hermes gateway --port 0`.
-struct Gateway {
-    child: Child,
-    addr: String,
-    stderr: Option<ChildStderr>,
-}
-
-impl Gateway {
-    fn start(home: &TestHome, extra: &[&str]) -> Gateway {
-        let mut child = home
-            .command(bin())
-            .args(["gateway", "run", "--port", "0"])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .trim()
-            .strip_prefix("API server listening on http://")
-            .and_then(|r| r.strip_suffix("/v1"))
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_string();
-        Gateway {
-            stderr: child.stderr.take(),
-            child,
-            addr,
-        }
-    }
-
-    /// Sends SIGTERM and waits (at most 15 s) for the exit; returns the code and stderr.
-    fn terminate(mut self) -> (Option<i32>, String) {
-        let pid = self.child.id().to_string();
-        let ok = std::process::Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap();
-        assert!(ok.success());
-        let deadline = Instant::now() + Duration::from_secs(15);
-        let status = loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                break s;
-            }
-            assert!(Instant::now() < deadline, "the gateway did not stop");
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let mut err = String::new();
-        if let Some(mut e) = self.stderr.take() {
-            e.read_to_string(&mut err).unwrap();
-        }
-        (status.code(), err)
-    }
-}
-
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn http(addr: &str, method: &str, path: &str, headers: &[&str], body: &str) -> HttpReply {
     hermes_testkit::http_client::http(addr, method, path, headers, body)
@@ -263,8 +195,8 @@ fn provider_failure_is_a_502_in_openai_shape() {
     let r = http(&gw.addr, "POST", "/v1/chat/completions", &[], &body);
     assert_eq!(r.status, 502, "{}", r.body);
     let v: Value = serde_json::from_str(&r.body).unwrap();
-    assert_eq!(v["error"]["type"], "server_error");
-    assert_eq!(v["error"]["code"], "agent_incomplete");
+    assert_eq!(v["error"]["type"], "upstream_error");
+    assert_eq!(v["error"]["code"], "upstream_error");
     assert!(
         v["error"]["message"].as_str().unwrap().contains("500"),
         "{v}"

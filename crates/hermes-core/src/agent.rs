@@ -6,7 +6,9 @@
 use std::sync::Arc;
 
 use hermes_llm::{ErrorClass, Provider, RetryPolicy};
-use hermes_protocol::{AgentEvent, FinishReason, Message, ToolCall, ToolSchema, TurnResult};
+use hermes_protocol::{
+    AgentEvent, FinishReason, Message, ToolCall, ToolSchema, TurnEnd, TurnFailure, TurnResult,
+};
 use hermes_tools::{Registry, ToolContext};
 use tokio_util::sync::CancellationToken;
 
@@ -51,6 +53,15 @@ impl Default for AgentOptions {
             key_hint: None,
         }
     }
+}
+
+/// Why [`Agent::chat`] has no answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ChatError {
+    #[error("interrupted")]
+    Interrupted,
+    #[error("{0}")]
+    Failed(TurnFailure),
 }
 
 pub struct Agent {
@@ -199,7 +210,7 @@ impl Agent {
     }
 
     /// One line in, one answer out, keeping the conversation inside the agent.
-    pub async fn chat(&self, message: &str) -> Result<String, String> {
+    pub async fn chat(&self, message: &str) -> Result<String, ChatError> {
         let mut history = self.chat_history.lock().await;
         let result = self
             .run_turn(
@@ -210,9 +221,10 @@ impl Agent {
             )
             .await;
         *history = result.messages;
-        match result.error {
-            Some(e) => Err(e),
-            None => Ok(result.final_text),
+        match result.end {
+            TurnEnd::Failed(failure) => Err(ChatError::Failed(failure)),
+            TurnEnd::Interrupted => Err(ChatError::Interrupted),
+            TurnEnd::Completed | TurnEnd::BudgetExhausted => Ok(result.final_text),
         }
     }
 
@@ -230,7 +242,8 @@ impl Agent {
     }
 
     /// [`Agent::run_turn`] drawing on a budget shared with other agents. The turn's tools see
-    /// it too: `delegate_task` charges its sub-agents' model calls to it.
+    /// it too (`ToolContext::budget`): `delegate_task` charges its sub-agents' model calls to
+    /// it.
     pub async fn run_turn_with_budget(
         &self,
         user_message: &str,
@@ -247,7 +260,7 @@ impl Agent {
         let provider = self.memory_provider.as_deref();
         let user_content = memory_provider::with_recall(provider, user_message, sink).await;
         append(&mut turn, sink, Message::user(user_content));
-        let ctx = self.tool_ctx.with_cancel(cancel.clone());
+        let ctx = self.tool_ctx.for_turn(cancel.clone(), Some(budget.clone()));
         let call = ModelCall {
             targets: &self.targets,
             active: &self.active_target,
@@ -292,10 +305,14 @@ impl Agent {
                         sink,
                         Message::assistant(note).with_reasoning(Some(reasoning)),
                     );
-                    turn.interrupted = true;
+                    turn.end = TurnEnd::Interrupted;
                     break;
                 }
-                Err(CallFailure::Failed { reason, class }) => {
+                Err(CallFailure::Failed {
+                    reason,
+                    class,
+                    retry_after,
+                }) => {
                     if class == ErrorClass::ContextOverflow {
                         sink.emit(AgentEvent::Status(
                             "the conversation is too long for this model".into(),
@@ -319,7 +336,11 @@ impl Agent {
                             }
                         }
                     }
-                    turn.error = Some(reason);
+                    turn.end = TurnEnd::Failed(TurnFailure {
+                        class,
+                        message: reason,
+                        retry_after_secs: retry_after.map(|d| d.as_secs().max(1)),
+                    });
                     break;
                 }
             };
@@ -354,7 +375,11 @@ impl Agent {
                         .with_reasoning(reasoning)
                         .with_reasoning_details(details),
                 );
-                turn.completed = !grace;
+                turn.end = if grace {
+                    TurnEnd::BudgetExhausted
+                } else {
+                    TurnEnd::Completed
+                };
                 break;
             }
 
@@ -373,33 +398,33 @@ impl Agent {
                 .with_reasoning(reasoning)
                 .with_reasoning_details(details),
             );
-            crate::delegation::turn_budget::scope(
-                budget.clone(),
-                executor::execute(
-                    &planned,
-                    &ctx,
-                    sink,
-                    self.options.max_parallel_tools,
-                    &mut |result| append(&mut turn, sink, result),
-                ),
+            executor::execute(
+                &planned,
+                &ctx,
+                sink,
+                self.options.max_parallel_tools,
+                &mut |result| append(&mut turn, sink, result),
             )
             .await;
 
             if cancel.is_cancelled() {
-                turn.interrupted = true;
+                turn.end = TurnEnd::Interrupted;
                 break;
             }
             invalid_turns = if all_invalid { invalid_turns + 1 } else { 0 };
             if invalid_turns >= MAX_INVALID_TOOL_TURNS {
                 let names: Vec<&str> = planned.iter().map(|p| p.call.name.as_str()).collect();
-                turn.error = Some(format!(
-                    "Model generated invalid tool call: {} ({MAX_INVALID_TOOL_TURNS} turns in a row)",
-                    names.join(", ")
-                ));
+                turn.end = TurnEnd::failed(
+                    hermes_llm::ErrorClass::ToolLoop,
+                    format!(
+                        "Model generated invalid tool call: {} ({MAX_INVALID_TOOL_TURNS} turns in a row)",
+                        names.join(", ")
+                    ),
+                );
                 break;
             }
         }
-        if let Some(provider) = provider.filter(|_| turn.error.is_none() && !turn.interrupted) {
+        if let Some(provider) = provider.filter(|_| !turn.failed() && !turn.is_interrupted()) {
             memory_provider::sync(provider, user_message, &turn.final_text, sink).await;
         }
         turn
@@ -470,7 +495,7 @@ impl Agent {
                 }
                 let name = match repair::match_tool_name(&raw.name, &names) {
                     Ok(n) => n,
-                    Err(message) => return reject(raw.clone(), message),
+                    Err(unknown) => return reject(raw.clone(), unknown.to_string()),
                 };
                 let Some(tool) = self.tools.get(&name) else {
                     return reject(raw.clone(), format!("Tool '{name}' is not available"));
@@ -491,12 +516,12 @@ impl Agent {
                             args,
                         },
                     },
-                    Err(message) => reject(
+                    Err(invalid) => reject(
                         ToolCall {
                             name,
                             ..raw.clone()
                         },
-                        format!("invalid arguments for {}: {message}", raw.name),
+                        format!("invalid arguments for {}: {invalid}", raw.name),
                     ),
                 }
             })

@@ -5,7 +5,6 @@
 //! Frontends watch it through an [`EventSink`].
 
 mod agent;
-mod budget;
 pub mod code_exec;
 pub mod compress;
 pub mod delegation;
@@ -16,12 +15,13 @@ pub mod injection;
 pub mod memory;
 mod model_call;
 pub mod prompt;
+pub mod record;
 pub mod repair;
 pub mod session_search;
 pub mod skills;
 
-pub use agent::{Agent, AgentOptions};
-pub use budget::IterationBudget;
+pub use agent::{Agent, AgentOptions, ChatError};
 pub use events::{EventSink, NoEvents};
+pub use hermes_tools::IterationBudget;
 pub use history::close_dangling_tool_calls;
 pub use model_call::ModelTarget;

@@ -28,8 +28,13 @@ pub(crate) const CONTINUE_NOTE: &str = "[System: your previous reply was cut off
 pub(crate) enum CallFailure {
     /// The user interrupted; what had been streamed so far.
     Interrupted { text: String, reasoning: String },
-    /// Unrecoverable (or retries exhausted): a one-line reason for the user.
-    Failed { reason: String, class: ErrorClass },
+    /// Unrecoverable (or retries exhausted): a one-line reason for the user, its class, and
+    /// the wait the provider asked for (rate limits).
+    Failed {
+        reason: String,
+        class: ErrorClass,
+        retry_after: Option<std::time::Duration>,
+    },
 }
 
 /// One provider and model to call; the first of a list is the primary, the others are
@@ -110,6 +115,7 @@ impl ModelCall<'_> {
                 return Err(CallFailure::Failed {
                     reason: "no model provider is configured".into(),
                     class: ErrorClass::FormatError,
+                    retry_after: None,
                 });
             };
             let request = ChatRequest {
@@ -174,7 +180,11 @@ impl ModelCall<'_> {
                             retries = 0;
                             continue;
                         }
-                        return Err(CallFailure::Failed { reason, class });
+                        return Err(CallFailure::Failed {
+                            reason,
+                            class,
+                            retry_after: error.retry_after(),
+                        });
                     }
                     let delay = if cut {
                         std::time::Duration::ZERO

@@ -5,23 +5,38 @@
 
 use serde_json::Value;
 
+/// Arguments that cannot be used, with what the model should do about it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidArguments(pub String);
+
+/// A tool name that matches no registered tool (or several equally well).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Tool '{name}' does not exist. Available tools: {available}")]
+pub struct UnknownTool {
+    pub name: String,
+    /// The registered names, comma-separated.
+    pub available: String,
+}
+
 /// Parses tool-call arguments, repairing what can safely be repaired. Returns the object and
 /// whether a repair was needed, or a message the model can act on.
-pub fn parse_arguments(raw: &str) -> Result<(Value, bool), String> {
+pub fn parse_arguments(raw: &str) -> Result<(Value, bool), InvalidArguments> {
     let trimmed = raw.trim();
     if trimmed.is_empty() {
         return Ok((Value::Object(Default::default()), raw != "{}"));
     }
-    if let Ok(v) = serde_json::from_str::<Value>(trimmed) {
-        return as_object(v).map(|v| (v, false));
-    }
-    let repaired = repair_json(trimmed)?;
-    match serde_json::from_str::<Value>(&repaired) {
-        Ok(v) => as_object(v).map(|v| (v, true)),
-        Err(e) => Err(format!(
-            "the arguments are not valid JSON ({e}); send the call again with a complete JSON object"
-        )),
-    }
+    let parsed = if let Ok(v) = serde_json::from_str::<Value>(trimmed) {
+        as_object(v).map(|v| (v, false))
+    } else {
+        repair_json(trimmed).and_then(|repaired| match serde_json::from_str::<Value>(&repaired) {
+            Ok(v) => as_object(v).map(|v| (v, true)),
+            Err(e) => Err(format!(
+                "the arguments are not valid JSON ({e}); send the call again with a complete JSON object"
+            )),
+        })
+    };
+    parsed.map_err(InvalidArguments)
 }
 
 /// Objects pass; a string holding an object (double-encoded) is unwrapped.
@@ -145,7 +160,7 @@ const NAME_SIMILARITY: f64 = 0.8;
 
 /// The registered tool a (possibly misspelled) name means: exact, then case/separator
 /// insensitive, then the single close match. Otherwise an error naming the valid tools.
-pub fn match_tool_name(name: &str, registered: &[&str]) -> Result<String, String> {
+pub fn match_tool_name(name: &str, registered: &[&str]) -> Result<String, UnknownTool> {
     if registered.contains(&name) {
         return Ok(name.to_string());
     }
@@ -171,10 +186,10 @@ pub fn match_tool_name(name: &str, registered: &[&str]) -> Result<String, String
     match scored.as_slice() {
         [(_, best)] => Ok(best.to_string()),
         [(a, best), (b, _), ..] if a - b > 0.1 => Ok(best.to_string()),
-        _ => Err(format!(
-            "Tool '{name}' does not exist. Available tools: {}",
-            registered.join(", ")
-        )),
+        _ => Err(UnknownTool {
+            name: name.to_string(),
+            available: registered.join(", "),
+        }),
     }
 }
 
@@ -239,9 +254,14 @@ mod tests {
     #[test]
     fn truncated_strings_are_never_completed() {
         let err = parse_arguments("{\"command\": \"echo hel").unwrap_err();
-        assert!(err.contains("cut off"), "{err}");
+        assert!(err.0.contains("cut off"), "{err}");
         assert!(parse_arguments("{\"a\": 1]").is_err());
-        assert!(parse_arguments("[1, 2]").unwrap_err().contains("an array"));
+        assert!(
+            parse_arguments("[1, 2]")
+                .unwrap_err()
+                .0
+                .contains("an array")
+        );
         assert!(parse_arguments("{\"a\" 1}").is_err());
     }
 
@@ -257,7 +277,7 @@ mod tests {
         );
         let err = match_tool_name("frobnicate", &tools).unwrap_err();
         assert_eq!(
-            err,
+            err.to_string(),
             "Tool 'frobnicate' does not exist. Available tools: terminal, read_file, write_file"
         );
         // "rite_file" is close to write_file only; "_file" is ambiguous.

@@ -34,31 +34,12 @@ const READ_TAIL: usize = 10;
 /// Characters kept of one message (head and tail).
 const MAX_MESSAGE_CHARS: usize = 1_500;
 
-/// The live session of a frontend that can start a new one (`/new`): the search follows it
-/// instead of the session id the agent was built with.
-#[derive(Debug, Clone, Default)]
-pub struct CurrentSession(Arc<Mutex<String>>);
-
-impl CurrentSession {
-    pub fn new(id: impl Into<String>) -> CurrentSession {
-        CurrentSession(Arc::new(Mutex::new(id.into())))
-    }
-
-    pub fn set(&self, id: impl Into<String>) {
-        if let Ok(mut current) = self.0.lock() {
-            *current = id.into();
-        }
-    }
-
-    pub fn get(&self) -> String {
-        self.0.lock().map(|c| c.clone()).unwrap_or_default()
-    }
-}
-
+/// The recall tool over one home's session database. One instance serves every session of a
+/// process: the session a call comes from (left out of searches) is read from its
+/// [`ToolContext`].
 pub struct SessionSearchTool {
     db_path: PathBuf,
     store: Arc<Mutex<Option<Store>>>,
-    current: Option<CurrentSession>,
 }
 
 impl SessionSearchTool {
@@ -67,14 +48,7 @@ impl SessionSearchTool {
         SessionSearchTool {
             db_path,
             store: Arc::new(Mutex::new(None)),
-            current: None,
         }
-    }
-
-    /// Excludes `current`'s session rather than the tool context's.
-    pub fn following(mut self, current: CurrentSession) -> SessionSearchTool {
-        self.current = Some(current);
-        self
     }
 }
 
@@ -188,10 +162,7 @@ impl Tool for SessionSearchTool {
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> ToolResult {
         let request = Request::parse(&args)?;
-        let current = match &self.current {
-            Some(c) => c.get(),
-            None => ctx.session_id.clone(),
-        };
+        let current = ctx.session.id();
         let store = Arc::clone(&self.store);
         let path = self.db_path.clone();
         tokio::task::spawn_blocking(move || {
@@ -391,7 +362,7 @@ mod tests {
 
     fn ctx(session_id: &str) -> ToolContext {
         ToolContext {
-            session_id: session_id.into(),
+            session: hermes_tools::SessionHandle::new(session_id),
             ..ToolContext::new(std::env::temp_dir())
         }
     }
@@ -578,14 +549,12 @@ mod tests {
     }
 
     #[test]
-    fn the_current_session_handle_overrides_the_context() {
-        let current = CurrentSession::new("a");
-        let tool = SessionSearchTool::new("x.db".into()).following(current.clone());
-        current.set("b");
-        assert_eq!(
-            tool.current.as_ref().map(CurrentSession::get).as_deref(),
-            Some("b")
-        );
-        assert_eq!(tool.access(&json!({}), &ctx("a")), Access::Read(Vec::new()));
+    fn the_session_handle_moves_with_new_and_compression() {
+        let ctx = ctx("a");
+        let follower = ctx.clone();
+        ctx.session.set("b");
+        assert_eq!(follower.session.id(), "b");
+        let tool = SessionSearchTool::new("x.db".into());
+        assert_eq!(tool.access(&json!({}), &ctx), Access::Read(Vec::new()));
     }
 }

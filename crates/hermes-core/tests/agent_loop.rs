@@ -22,7 +22,7 @@ async fn a_text_turn_sends_system_user_tools_and_streams_with_usage() {
         .await;
 
     assert_eq!(result.final_text, "Hello there.");
-    assert!(result.completed && !result.interrupted && result.error.is_none());
+    assert!(result.is_completed() && !result.is_interrupted() && !result.failed());
     assert_eq!(result.api_calls, 1);
     assert!(result.usage.input_tokens > 0 && result.usage.output_tokens > 0);
     let req = &server.chat_requests()[0];
@@ -177,8 +177,11 @@ async fn an_exhausted_budget_gets_one_grace_call_without_tools() {
         .run_turn("loop", Vec::new(), &NoEvents, CancellationToken::new())
         .await;
     assert_eq!(result.final_text, "Wrapped up.");
-    assert!(!result.completed, "a grace answer is not a completed turn");
-    assert!(result.error.is_none());
+    assert!(
+        !result.is_completed(),
+        "a grace answer is not a completed turn"
+    );
+    assert!(!result.failed());
     let reqs = server.chat_requests();
     assert_eq!(reqs.len(), 3);
     assert!(reqs[1]["tools"].is_array());

@@ -140,7 +140,7 @@ async fn a_context_overflow_is_compressed_and_retried_once() {
         )
         .await;
     assert_eq!(r.final_text, "Recovered.");
-    assert!(r.error.is_none());
+    assert!(!r.failed());
     assert_eq!(r.api_calls, 1);
     let reqs = server.chat_requests();
     assert_eq!(reqs.len(), 3);
@@ -161,7 +161,13 @@ async fn a_context_overflow_is_compressed_and_retried_once() {
             CancellationToken::new(),
         )
         .await;
-    assert!(r.error.unwrap().contains("context window"));
+    assert!(
+        r.failure()
+            .unwrap()
+            .message
+            .clone()
+            .contains("context window")
+    );
 }
 
 fn agent_without(server: &MockServer, cwd: &std::path::Path) -> hermes_core::Agent {

@@ -107,7 +107,7 @@ async fn one_goal_runs_a_child_and_the_parent_reads_only_its_summary() {
         )
         .await;
     assert_eq!(result.final_text, "The file holds alpha.");
-    assert!(result.completed && result.error.is_none());
+    assert!(result.is_completed());
     assert_eq!(result.api_calls, 2, "the parent's own calls");
 
     let reqs = server.chat_requests();
@@ -256,7 +256,7 @@ async fn a_failing_child_is_reported_and_the_parent_goes_on() {
         .run_turn("go", Vec::new(), &NoEvents, CancellationToken::new())
         .await;
     assert_eq!(result.final_text, "The sub-agent failed; doing it myself.");
-    assert!(result.completed && result.error.is_none());
+    assert!(result.is_completed());
     let reqs = server.chat_requests();
     assert_eq!(reqs.len(), 3);
     let entry = &delegation_result(&reqs[2])["results"][0];
@@ -342,7 +342,10 @@ async fn children_draw_on_the_parents_budget() {
     let result = agent
         .run_turn("go", Vec::new(), &NoEvents, CancellationToken::new())
         .await;
-    assert!(!result.completed, "the parent ended with its grace call");
+    assert!(
+        !result.is_completed(),
+        "the parent ended with its grace call"
+    );
     assert_eq!(
         result.final_text,
         "Out of budget; the child read a.txt twice."
@@ -439,7 +442,7 @@ async fn interrupting_the_parent_stops_its_children_at_once() {
         "{:?}",
         cancelled_at.elapsed()
     );
-    assert!(result.interrupted);
+    assert!(result.is_interrupted());
     assert_eq!(
         server.chat_request_count(),
         3,

@@ -41,7 +41,7 @@ async fn auth_failure_falls_back_at_once_and_stays_there() {
         .run_turn("hi", Vec::new(), &rec, CancellationToken::new())
         .await;
     assert_eq!(r.final_text, "from backup");
-    assert!(r.error.is_none());
+    assert!(!r.failed());
     assert_eq!(
         primary.chat_requests().len(),
         1,
@@ -90,7 +90,7 @@ async fn exhausted_retries_fall_back_and_the_last_failure_is_reported() {
         .await;
     assert_eq!(primary.chat_requests().len(), 4);
     assert_eq!(backup.chat_requests().len(), 1);
-    let err = r.error.unwrap();
+    let err = r.failure().unwrap().message.clone();
     assert!(err.contains("HTTP 404"), "{err}");
 }
 

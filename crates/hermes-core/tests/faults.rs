@@ -50,7 +50,7 @@ async fn server_errors_are_retried_then_reported() {
         4,
         "one attempt and three retries"
     );
-    let err = result.error.unwrap();
+    let err = result.failure().unwrap().message.clone();
     assert_eq!(
         err,
         "API call failed after 3 retries: HTTP 500: Internal server error (mock)"
@@ -66,7 +66,7 @@ async fn auth_errors_are_not_retried_and_name_the_key() {
     ])
     .await;
     assert_eq!(server.chat_requests().len(), 1);
-    let err = result.error.unwrap();
+    let err = result.failure().unwrap().message.clone();
     assert!(
         err.contains("HTTP 401: Incorrect API key provided"),
         "{err}"
@@ -173,7 +173,7 @@ async fn a_malformed_stream_is_an_error_that_can_recover() {
         ]))
     };
     let (_, result) = run(vec![junk(), junk(), junk(), junk()]).await;
-    let err = result.error.unwrap();
+    let err = result.failure().unwrap().message.clone();
     assert!(err.contains("malformed response"), "{err}");
 }
 
@@ -191,7 +191,7 @@ async fn interrupting_a_hanging_model_call_returns_at_once_with_valid_history() 
     let started = Instant::now();
     let result = agent.run_turn("go", Vec::new(), &NoEvents, cancel).await;
     assert!(started.elapsed() < Duration::from_secs(3));
-    assert!(result.interrupted);
+    assert!(result.is_interrupted());
     assert_eq!(
         result.messages.last().unwrap().role,
         hermes_protocol::Role::Assistant
@@ -223,7 +223,7 @@ async fn interrupting_a_running_tool_kills_it_and_answers_the_call() {
         "{:?}",
         started.elapsed()
     );
-    assert!(result.interrupted);
+    assert!(result.is_interrupted());
     assert_eq!(
         server.chat_requests().len(),
         1,

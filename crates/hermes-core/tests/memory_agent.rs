@@ -417,7 +417,7 @@ async fn a_failing_provider_is_reported_and_never_breaks_the_turn() {
     let result = agent
         .run_turn("hi", Vec::new(), &rec, CancellationToken::new())
         .await;
-    assert!(result.error.is_none() && result.completed);
+    assert!(!result.failed() && result.is_completed());
     assert_eq!(result.final_text, "Fine.");
     assert_eq!(
         common::messages(&server.chat_requests()[0])[1]["content"],

@@ -46,7 +46,7 @@ fn library(root: &Path) -> Arc<Library> {
 
 fn ctx() -> ToolContext {
     let mut ctx = ToolContext::new(std::env::temp_dir());
-    ctx.session_id = "20260101_000000_abcd".into();
+    ctx.session = hermes_tools::SessionHandle::new("20260101_000000_abcd");
     ctx
 }
 

@@ -109,7 +109,7 @@ async fn three_invalid_turns_in_a_row_end_the_turn_with_an_error() {
     let bad = || Turn::tool("frobnicate", json!({}));
     let (server, result, _tmp) = run(vec![bad(), bad(), bad(), Turn::text("never")]).await;
     assert_eq!(server.chat_requests().len(), 3);
-    let err = result.error.unwrap();
+    let err = result.failure().unwrap().message.clone();
     assert!(
         err.contains("Model generated invalid tool call: frobnicate"),
         "{err}"

@@ -20,11 +20,12 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use hermes_core::EventSink;
-use hermes_protocol::{AgentEvent, Message, TurnResult};
+use hermes_protocol::{AgentEvent, Message, TurnEnd, Usage};
 use serde_json::{Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use crate::outcome;
 use crate::wire::{self, ChatRequest, Completion};
 
 /// Python's port.
@@ -48,13 +49,22 @@ pub struct TurnInput {
 /// What a turn produced, and the stored session it was recorded in.
 #[derive(Debug, Clone, Default)]
 pub struct TurnOutcome {
-    pub result: TurnResult,
+    /// The last assistant text without tool calls.
+    pub final_text: String,
+    pub end: TurnEnd,
+    pub usage: Usage,
     pub session_id: Option<String>,
 }
 
-/// Runs one agent turn: builds an agent, runs `input`, sends the agent's events to `events`
-/// and stops when `cancel` fires. `Err` is a failure before the turn could start (bad
-/// configuration, ...).
+/// A turn that could not start (the session could not be built: bad configuration, ...).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct RunnerError {
+    pub message: String,
+}
+
+/// Runs one agent turn: builds a session, runs `input`, sends the agent's events to `events`
+/// and stops when `cancel` fires.
 #[async_trait::async_trait]
 pub trait TurnRunner: Send + Sync + 'static {
     async fn run(
@@ -62,7 +72,7 @@ pub trait TurnRunner: Send + Sync + 'static {
         input: TurnInput,
         events: Arc<dyn EventSink>,
         cancel: CancellationToken,
-    ) -> Result<TurnOutcome, String>;
+    ) -> Result<TurnOutcome, RunnerError>;
 }
 
 #[derive(Debug, Clone)]
@@ -92,9 +102,24 @@ impl Default for ApiServerConfig {
     }
 }
 
+/// Why the API server does not serve.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(
+        "refusing to serve the API on {host} without a key: set API_SERVER_KEY (environment or .env) or bind to 127.0.0.1"
+    )]
+    NoKey { host: String },
+    #[error("cannot listen on {host}:{port}: {source}")]
+    Listen {
+        host: String,
+        port: u16,
+        source: std::io::Error,
+    },
+}
+
 /// Refuses a bind that would expose an unauthenticated agent: without a key only loopback
 /// addresses (and `localhost`) are allowed.
-pub fn check_bind(host: &str, key: Option<&str>) -> Result<(), String> {
+pub fn check_bind(host: &str, key: Option<&str>) -> Result<(), ServeError> {
     if key.is_some_and(|k| !k.is_empty()) {
         return Ok(());
     }
@@ -107,9 +132,9 @@ pub fn check_bind(host: &str, key: Option<&str>) -> Result<(), String> {
     if loopback {
         Ok(())
     } else {
-        Err(format!(
-            "refusing to serve the API on {host} without a key: set API_SERVER_KEY (environment or .env) or bind to 127.0.0.1"
-        ))
+        Err(ServeError::NoKey {
+            host: host.to_string(),
+        })
     }
 }
 
@@ -132,12 +157,16 @@ impl ApiServer {
     pub async fn bind(
         config: ApiServerConfig,
         runner: Arc<dyn TurnRunner>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, ServeError> {
         check_bind(&config.host, config.key.as_deref())?;
         let host = config.host.trim_start_matches('[').trim_end_matches(']');
         let listener = tokio::net::TcpListener::bind((host, config.port))
             .await
-            .map_err(|e| format!("cannot listen on {}:{}: {e}", config.host, config.port))?;
+            .map_err(|source| ServeError::Listen {
+                host: config.host.clone(),
+                port: config.port,
+                source,
+            })?;
         let limit =
             (config.max_concurrent > 0).then(|| Arc::new(Semaphore::new(config.max_concurrent)));
         Ok(ApiServer {
@@ -323,14 +352,17 @@ fn turn_input(r: &ChatRequest) -> TurnInput {
 }
 
 /// `finish_reason` of a finished turn, and the error to report with it.
-fn finish_of(outcome: &Result<TurnOutcome, String>) -> (&'static str, Option<String>) {
+fn finish_of(outcome: &Result<TurnOutcome, RunnerError>) -> (&'static str, Option<String>) {
     match outcome {
-        Err(e) => ("error", Some(e.clone())),
-        Ok(o) if o.result.interrupted => ("error", Some("the turn was cancelled".into())),
-        Ok(o) => match &o.result.error {
-            Some(e) => ("error", Some(e.clone())),
-            None => ("stop", None),
-        },
+        Err(e) => ("error", Some(e.message.clone())),
+        Ok(o) => (
+            outcome::finish_reason(&o.end),
+            match &o.end {
+                TurnEnd::Interrupted => Some("the turn was cancelled".into()),
+                TurnEnd::Failed(f) => Some(f.message.clone()),
+                TurnEnd::Completed | TurnEnd::BudgetExhausted => None,
+            },
+        ),
     }
 }
 
@@ -352,7 +384,9 @@ async fn answered(
     });
     let outcome = match task.await {
         Ok(o) => o,
-        Err(e) => Err(format!("the turn failed: {e}")),
+        Err(e) => Err(RunnerError {
+            message: format!("the turn failed: {e}"),
+        }),
     };
     guard.disarm();
     let (finish_reason, error) = finish_of(&outcome);
@@ -361,34 +395,32 @@ async fn answered(
         Err(e) => {
             return json_response(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                wire::error_body(&e, "server_error", None, None),
+                wire::error_body(&e.message, "server_error", None, None),
             );
         }
     };
-    let mut response = if outcome.result.final_text.is_empty() && error.is_some() {
-        let code = if outcome.result.interrupted {
-            StatusCode::SERVICE_UNAVAILABLE
-        } else {
-            StatusCode::BAD_GATEWAY
-        };
-        json_response(
-            code,
-            wire::error_body(
-                error.as_deref().unwrap_or_default(),
-                "server_error",
-                None,
-                Some("agent_incomplete"),
-            ),
-        )
-    } else {
-        json_response(
+    let mut response = match outcome::error_shape(&outcome.end) {
+        Some(shape) => {
+            let mut r = json_response(
+                shape.status,
+                wire::error_body(
+                    error.as_deref().unwrap_or_default(),
+                    shape.kind,
+                    None,
+                    Some(shape.code),
+                ),
+            );
+            if let Some(secs) = outcome::retry_after(&outcome.end)
+                && let Ok(v) = HeaderValue::from_str(&secs.to_string())
+            {
+                r.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+            r
+        }
+        None => json_response(
             StatusCode::OK,
-            completion.answer(
-                &outcome.result.final_text,
-                finish_reason,
-                &outcome.result.usage,
-            ),
-        )
+            completion.answer(&outcome.final_text, finish_reason, &outcome.usage),
+        ),
     };
     if let Some(id) = outcome
         .session_id
@@ -423,11 +455,17 @@ fn streamed(
         let (finish_reason, error) = finish_of(&outcome);
         let mut last = completion.chunk(json!({}), Some(finish_reason));
         if let Some(e) = error {
-            last["error"] = json!({"message": e, "type": "agent_error"});
+            let (kind, code) = match &outcome {
+                Ok(o) => outcome::error_shape(&o.end)
+                    .map(|s| (s.kind, s.code))
+                    .unwrap_or(("server_error", "agent_error")),
+                Err(_) => ("server_error", "agent_error"),
+            };
+            last["error"] = json!({"message": e, "type": kind, "code": code});
         }
         let _ = tx.send(wire::sse(None, &last));
         if include_usage {
-            let usage = outcome.map(|o| o.result.usage).unwrap_or_default();
+            let usage = outcome.map(|o| o.usage).unwrap_or_default();
             let _ = tx.send(wire::sse(None, &completion.usage_chunk(&usage)));
         }
         let _ = tx.send(wire::SSE_DONE.to_string());
@@ -503,7 +541,7 @@ mod tests {
         assert!(check_bind("::1", None).is_ok());
         assert!(check_bind("localhost", None).is_ok());
         let err = check_bind("0.0.0.0", None).unwrap_err();
-        assert!(err.contains("API_SERVER_KEY"), "{err}");
+        assert!(err.to_string().contains("API_SERVER_KEY"), "{err}");
         assert!(check_bind("0.0.0.0", Some("")).is_err());
         assert!(check_bind("0.0.0.0", Some("k")).is_ok());
     }

@@ -10,8 +10,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use hermes_core::EventSink;
-use hermes_gateway::api_server::{ApiServer, ApiServerConfig, TurnInput, TurnOutcome, TurnRunner};
-use hermes_protocol::{AgentEvent, TurnResult, Usage};
+use hermes_gateway::api_server::{
+    ApiServer, ApiServerConfig, RunnerError, TurnInput, TurnOutcome, TurnRunner,
+};
+use hermes_protocol::{AgentEvent, ErrorClass, TurnEnd, Usage};
 use hermes_testkit::http_client::{HttpReply, parse_reply, request_text, sse_events};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -30,7 +32,7 @@ impl TurnRunner for Fake {
         input: TurnInput,
         events: Arc<dyn EventSink>,
         cancel: CancellationToken,
-    ) -> Result<TurnOutcome, String> {
+    ) -> Result<TurnOutcome, RunnerError> {
         self.seen.lock().unwrap().push(input.clone());
         let usage = Usage {
             input_tokens: 10,
@@ -38,14 +40,15 @@ impl TurnRunner for Fake {
             ..Usage::default()
         };
         match input.user.as_str() {
-            "setup" => return Err("config.yaml is broken".into()),
+            "setup" => {
+                return Err(RunnerError {
+                    message: "config.yaml is broken".into(),
+                });
+            }
             "fail" => {
                 return Ok(TurnOutcome {
-                    result: TurnResult {
-                        error: Some("provider said 500".into()),
-                        ..TurnResult::default()
-                    },
-                    session_id: None,
+                    end: TurnEnd::failed(ErrorClass::ServerError, "provider said 500"),
+                    ..TurnOutcome::default()
                 });
             }
             "hang" => {
@@ -53,11 +56,8 @@ impl TurnRunner for Fake {
                 cancel.cancelled().await;
                 self.cancelled.fetch_add(1, Ordering::SeqCst);
                 return Ok(TurnOutcome {
-                    result: TurnResult {
-                        interrupted: true,
-                        ..TurnResult::default()
-                    },
-                    session_id: None,
+                    end: TurnEnd::Interrupted,
+                    ..TurnOutcome::default()
                 });
             }
             "tool" => {
@@ -85,12 +85,9 @@ impl TurnRunner for Fake {
         events.emit(AgentEvent::TextDelta(a.into()));
         events.emit(AgentEvent::TextDelta(b.into()));
         Ok(TurnOutcome {
-            result: TurnResult {
-                final_text: text,
-                completed: true,
-                usage,
-                ..TurnResult::default()
-            },
+            final_text: text,
+            end: TurnEnd::Completed,
+            usage,
             session_id: Some("20260101_000000_abc".into()),
         })
     }
@@ -212,7 +209,7 @@ async fn non_loopback_bind_without_key_is_refused() {
     .await
     .err()
     .unwrap();
-    assert!(err.contains("API_SERVER_KEY"), "{err}");
+    assert!(err.to_string().contains("API_SERVER_KEY"), "{err}");
 }
 
 #[tokio::test]
@@ -255,7 +252,7 @@ async fn failures_have_openai_error_shapes() {
     assert_eq!(r.status, 502);
     assert_eq!(
         r.json(),
-        json!({"error": {"message": "provider said 500", "type": "server_error", "param": null, "code": "agent_incomplete"}})
+        json!({"error": {"message": "provider said 500", "type": "upstream_error", "param": null, "code": "upstream_error"}})
     );
     let r = http(
         srv.addr,

@@ -6,54 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-/// The failure classes of a model call, each with its own recovery policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ErrorClass {
-    Auth,
-    Billing,
-    RateLimit,
-    Overloaded,
-    ServerError,
-    /// Timeouts and transport failures (refused, reset, stream cut).
-    Timeout,
-    ContextOverflow,
-    PayloadTooLarge,
-    ModelNotFound,
-    ContentPolicy,
-    FormatError,
-    Unknown,
-}
-
-impl ErrorClass {
-    /// Whether trying the same request again later can succeed.
-    pub fn is_retryable(self) -> bool {
-        matches!(
-            self,
-            ErrorClass::RateLimit
-                | ErrorClass::Overloaded
-                | ErrorClass::ServerError
-                | ErrorClass::Timeout
-                | ErrorClass::Unknown
-        )
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorClass::Auth => "auth",
-            ErrorClass::Billing => "billing",
-            ErrorClass::RateLimit => "rate_limit",
-            ErrorClass::Overloaded => "overloaded",
-            ErrorClass::ServerError => "server_error",
-            ErrorClass::Timeout => "timeout",
-            ErrorClass::ContextOverflow => "context_overflow",
-            ErrorClass::PayloadTooLarge => "payload_too_large",
-            ErrorClass::ModelNotFound => "model_not_found",
-            ErrorClass::ContentPolicy => "content_policy",
-            ErrorClass::FormatError => "format_error",
-            ErrorClass::Unknown => "unknown",
-        }
-    }
-}
+pub use hermes_protocol::ErrorClass;
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum LlmError {

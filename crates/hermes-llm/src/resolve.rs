@@ -142,8 +142,8 @@ pub fn preset(id: &str) -> Option<&'static Preset> {
     PRESETS.iter().find(|p| p.id.eq_ignore_ascii_case(id))
 }
 
-/// Choices made on the command line.
-#[derive(Debug, Clone, Default)]
+/// Choices made on the command line (or by a frontend for one session).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Overrides {
     pub provider: Option<String>,
     pub model: Option<String>,

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hermes_mcp::{Hub, ServerConfig, Status, Transport};
+use hermes_mcp::{Hub, HubOptions, ServerConfig, Status, Transport};
 use hermes_tools::{Registry, Tool, ToolContext};
 use serde_json::{Value, json};
 
@@ -24,9 +24,22 @@ fn mock(name: &str, env: &[(&str, &str)]) -> ServerConfig {
         },
         timeout: Duration::from_secs(30),
         connect_timeout: Duration::from_secs(30),
-        include: vec![],
-        exclude: vec![],
-        enabled: true,
+        ..ServerConfig::new(
+            name,
+            Transport::Stdio {
+                command: String::new(),
+                args: vec![],
+                env: vec![],
+            },
+        )
+    }
+}
+
+/// Connect and wait until every server is connected or failed.
+fn waiting() -> HubOptions {
+    HubOptions {
+        wait: Some(Duration::MAX),
+        ..HubOptions::default()
     }
 }
 
@@ -111,7 +124,7 @@ fn wait_dead(pid: u32) -> bool {
 #[test]
 fn connects_lists_and_calls() {
     let rt = rt();
-    let hub = Hub::connect(&[mock("my-srv", &[])], None);
+    let hub = Hub::connect(&[mock("my-srv", &[])], waiting());
     assert!(hub.warnings().is_empty(), "{:?}", hub.warnings());
     let tools = hub.tools();
     let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
@@ -150,7 +163,7 @@ fn a_slow_call_times_out() {
     let rt = rt();
     let mut config = mock("slow", &[]);
     config.timeout = Duration::from_millis(300);
-    let hub = Hub::connect(&[config], None);
+    let hub = Hub::connect(&[config], waiting());
     let sleep = find(&hub.tools(), "mcp__slow__sleep");
     let started = std::time::Instant::now();
     assert_eq!(
@@ -172,7 +185,7 @@ fn include_and_exclude_filter_the_tools() {
     but.exclude = vec!["crash".into(), "sleep".into()];
     let mut off = mock("off", &[]);
     off.enabled = false;
-    let hub = Hub::connect(&[only, but, off], None);
+    let hub = Hub::connect(&[only, but, off], waiting());
     let tools = hub.tools();
     let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
     assert_eq!(
@@ -185,7 +198,7 @@ fn include_and_exclude_filter_the_tools() {
             "mcp__but__fail"
         ]
     );
-    assert_eq!(hub.servers[2].status, Status::Disabled);
+    assert_eq!(hub.servers()[2].status, Status::Disabled);
 }
 
 #[test]
@@ -205,7 +218,7 @@ fn failures_are_one_warning_each_and_do_not_delay_the_others() {
         &[("Authorization", "Bearer s3cr3t")],
     );
     let started = std::time::Instant::now();
-    let hub = Hub::connect(&[hang, die, missing, remote, mock("ok", &[])], None);
+    let hub = Hub::connect(&[hang, die, missing, remote, mock("ok", &[])], waiting());
     assert!(started.elapsed() < Duration::from_secs(5));
     let warnings = hub.warnings();
     assert_eq!(warnings.len(), 4, "{warnings:?}");
@@ -240,7 +253,7 @@ fn a_dead_server_is_restarted_once_and_children_are_killed() {
     let pid_file = dir.path().join("pids");
     let hub = Hub::connect(
         &[mock("d", &[("MOCK_PID_FILE", pid_file.to_str().unwrap())])],
-        None,
+        waiting(),
     );
     let tools = hub.tools();
     let (crash, echo) = (find(&tools, "mcp__d__crash"), find(&tools, "mcp__d__echo"));
@@ -280,7 +293,7 @@ fn http_servers_list_and_call_with_json_or_sse_answers() {
             ),
             http("sse", &sse_server.url, &[]),
         ],
-        None,
+        waiting(),
     );
     assert!(hub.warnings().is_empty(), "{:?}", hub.warnings());
     let tools = hub.tools();
@@ -335,7 +348,7 @@ fn an_http_401_is_one_warning_naming_the_server() {
             ),
             mock("ok", &[]),
         ],
-        None,
+        waiting(),
     );
     let warnings = hub.warnings();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
@@ -356,7 +369,7 @@ fn an_http_server_that_stops_answering_times_out() {
     let mut config = http("hang", &hanging.url, &[]);
     config.connect_timeout = Duration::from_millis(800);
     let started = std::time::Instant::now();
-    let hub = Hub::connect(&[config], None);
+    let hub = Hub::connect(&[config], waiting());
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(
         hub.warnings(),
@@ -366,7 +379,7 @@ fn an_http_server_that_stops_answering_times_out() {
     let slow_server = HttpMock::start(&[]);
     let mut slow = http("slow", &slow_server.url, &[]);
     slow.timeout = Duration::from_millis(300);
-    let hub = Hub::connect(&[slow], None);
+    let hub = Hub::connect(&[slow], waiting());
     let sleep = find(&hub.tools(), "mcp__slow__sleep");
     let started = std::time::Instant::now();
     assert_eq!(
@@ -388,7 +401,7 @@ fn an_http_server_that_stops_answering_times_out() {
 fn an_http_server_that_went_away_is_reconnected_on_the_next_call() {
     let rt = rt();
     let server = HttpMock::start(&[]);
-    let hub = Hub::connect(&[http("gone", &server.url, &[])], None);
+    let hub = Hub::connect(&[http("gone", &server.url, &[])], waiting());
     let tools = hub.tools();
     let (crash, echo) = (
         find(&tools, "mcp__gone__crash"),

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Message, Usage};
+use crate::{Message, TurnEnd, TurnFailure, Usage};
 
 /// Why the model stopped generating.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,20 +107,30 @@ pub struct TurnResult {
     pub messages: Vec<Message>,
     /// Model calls made during the turn, retries excluded.
     pub api_calls: u32,
-    /// The model ended the turn on its own (false after the iteration budget ran out).
-    pub completed: bool,
-    /// The turn was cancelled by the user.
-    pub interrupted: bool,
-    /// Why the turn failed, when it did (provider error, invalid tool loop, ...).
-    pub error: Option<String>,
+    /// How the turn ended.
+    pub end: TurnEnd,
     pub usage: Usage,
     /// Estimated cost in USD, when the model's prices are known.
     pub cost_usd: Option<f64>,
 }
 
 impl TurnResult {
+    /// The model ended the turn on its own.
+    pub fn is_completed(&self) -> bool {
+        self.end == TurnEnd::Completed
+    }
+
+    pub fn is_interrupted(&self) -> bool {
+        self.end == TurnEnd::Interrupted
+    }
+
+    /// Why the turn failed, when it did.
+    pub fn failure(&self) -> Option<&TurnFailure> {
+        self.end.failure()
+    }
+
     pub fn failed(&self) -> bool {
-        self.error.is_some()
+        self.failure().is_some()
     }
 }
 

@@ -8,7 +8,8 @@
 //!   ([`StoredMessage`]) including the partial row of an answer still streaming.
 //! - Full-text search ([`SearchQuery`], [`SearchHit`]) with highlighted snippets, and the
 //!   context around a hit ([`MessageWindow`], [`Store::bookends`]).
-//! - [`SessionWriter`]: the dedicated thread a live session writes through.
+//! - [`StoreWriter`]: the one thread that writes for every live session of a process;
+//!   [`SessionWriter`]: a session's handle on it.
 //! - Exports: JSON records ([`export`]) and ShareGPT trajectories ([`sharegpt`]).
 //! - [`import_python`]: the Python Hermes's `state.db` (only ever read) copied into the store.
 //! - [`health`]: a read-only look at either database (sessions, last activity, `quick_check`).
@@ -38,7 +39,7 @@ pub use search::{MessageWindow, SearchHit, SearchQuery, fts_query};
 pub use sessions::{NewSession, SessionRecord, SessionSummary};
 pub use sharegpt::{ShareGptTurn, Trajectory};
 pub use store::{Store, StoreOptions};
-pub use writer::{STREAM_COMMIT_INTERVAL, SessionStart, SessionWriter};
+pub use writer::{STREAM_COMMIT_INTERVAL, SessionStart, SessionWriter, StoreWriter};
 
 /// The database's file name inside the Hermes home.
 pub const DB_FILE_NAME: &str = "sessions.db";

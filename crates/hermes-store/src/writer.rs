@@ -1,6 +1,9 @@
-//! [`SessionWriter`]: a dedicated thread that owns the store connection of a live session and
-//! commits each message the moment it is handed over, so the async side never waits on SQLite
-//! and a `kill -9` loses nothing that was already queued for more than an instant.
+//! [`StoreWriter`]: one dedicated thread that owns the store connection and commits what every
+//! live session of a process hands it, each message the moment it arrives, so the async side
+//! never waits on SQLite and a `kill -9` loses nothing that was already queued for more than an
+//! instant. [`SessionWriter`] is one session's handle on it: a long-lived process (the gateway)
+//! hosts any number of sessions over one thread and one connection, and no session spawns
+//! anything.
 //!
 //! The database is opened on the writer thread, off the critical path: commands sent before it
 //! is ready simply wait in the queue. The session row is created with its first message, in the
@@ -15,7 +18,9 @@
 //! Failures never stop the conversation: the first one is kept for the frontend to report
 //! ([`SessionWriter::error`]) and later commands are still attempted.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -58,39 +63,109 @@ enum Command {
     SetModel(String, String),
 }
 
-/// The handle the frontend holds. Dropping it commits what is queued and stops the thread.
+/// What the writer thread is asked: a session's command, or a session coming or going.
+enum Envelope {
+    Open {
+        key: u64,
+        start: SessionStart,
+        errors: Arc<Mutex<Option<StoreError>>>,
+    },
+    Session(u64, Command),
+    /// Commits what the session has queued and forgets it; acknowledged on `done`.
+    Close {
+        key: u64,
+        done: Sender<()>,
+    },
+}
+
+/// The writer thread of one database, shared by every session of the process that writes to
+/// it. Cloning shares the thread; it ends (after committing everything) when the last handle
+/// and the last session are gone.
+#[derive(Debug, Clone)]
+pub struct StoreWriter {
+    hub: Arc<Hub>,
+}
+
+#[derive(Debug)]
+struct Hub {
+    tx: Mutex<Option<Sender<Envelope>>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    next_key: AtomicU64,
+    /// Why the thread could not start, when it could not.
+    start_error: Option<StoreError>,
+}
+
+impl Drop for Hub {
+    fn drop(&mut self) {
+        if let Ok(mut tx) = self.tx.lock() {
+            drop(tx.take());
+        }
+        if let Some(thread) = self.thread.lock().ok().and_then(|mut t| t.take()) {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl StoreWriter {
+    /// Starts the writer thread for the database at `db_path` (opened on that thread).
+    pub fn start(db_path: PathBuf, options: StoreOptions) -> StoreWriter {
+        let (tx, rx) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("hermes-store-writer".into())
+            .spawn(move || Writer::new(db_path, options).run(rx));
+        let (tx, thread, start_error) = match thread {
+            Ok(handle) => (Some(tx), Some(handle), None),
+            Err(e) => (
+                None,
+                None,
+                Some(StoreError::WriterStopped(format!("cannot start: {e}"))),
+            ),
+        };
+        StoreWriter {
+            hub: Arc::new(Hub {
+                tx: Mutex::new(tx),
+                thread: Mutex::new(thread),
+                next_key: AtomicU64::new(1),
+                start_error,
+            }),
+        }
+    }
+
+    /// A session writing through this thread.
+    pub fn session(&self, start: SessionStart) -> SessionWriter {
+        let key = self.hub.next_key.fetch_add(1, Ordering::Relaxed);
+        let first_error = Arc::new(Mutex::new(None));
+        let writer = SessionWriter {
+            hub: Some(Arc::clone(&self.hub)),
+            key,
+            first_error: Arc::clone(&first_error),
+        };
+        if let Some(e) = &self.hub.start_error {
+            writer.fail(e.clone());
+        }
+        writer.post(Envelope::Open {
+            key,
+            start,
+            errors: first_error,
+        });
+        writer
+    }
+}
+
+/// One session's handle on a [`StoreWriter`]. Dropping it commits what is queued for the
+/// session (and waits until that is done).
 #[derive(Debug)]
 pub struct SessionWriter {
-    tx: Option<Sender<Command>>,
-    thread: Option<JoinHandle<()>>,
+    hub: Option<Arc<Hub>>,
+    key: u64,
     first_error: Arc<Mutex<Option<StoreError>>>,
 }
 
 impl SessionWriter {
-    /// Starts the writer thread for the database at `db_path`.
+    /// A session on a writer thread of its own for the database at `db_path` (one-off tools
+    /// and tests; a process with many sessions shares one [`StoreWriter`]).
     pub fn spawn(db_path: PathBuf, start: SessionStart, options: StoreOptions) -> SessionWriter {
-        let (tx, rx) = mpsc::channel();
-        let first_error = Arc::new(Mutex::new(None));
-        let errors = Arc::clone(&first_error);
-        let thread = std::thread::Builder::new()
-            .name("hermes-store-writer".into())
-            .spawn(move || Worker::new(db_path, start, options, errors).run(rx));
-        match thread {
-            Ok(handle) => SessionWriter {
-                tx: Some(tx),
-                thread: Some(handle),
-                first_error,
-            },
-            Err(e) => {
-                let writer = SessionWriter {
-                    tx: None,
-                    thread: None,
-                    first_error,
-                };
-                writer.fail(StoreError::WriterStopped(format!("cannot start: {e}")));
-                writer
-            }
-        }
+        StoreWriter::start(db_path, options).session(start)
     }
 
     /// Commits a complete message (the user's, each assistant message, each tool result).
@@ -185,19 +260,33 @@ impl SessionWriter {
     }
 
     fn shutdown(&mut self) {
-        drop(self.tx.take());
-        if let Some(thread) = self.thread.take()
-            && thread.join().is_err()
-        {
+        let Some(hub) = self.hub.take() else {
+            return;
+        };
+        let (done, finished) = mpsc::channel();
+        let posted = post(
+            &hub,
+            Envelope::Close {
+                key: self.key,
+                done,
+            },
+        );
+        if posted && finished.recv().is_err() {
             self.fail(StoreError::WriterStopped(
-                "the writer thread panicked".into(),
+                "the writer thread stopped before the session was saved".into(),
             ));
         }
+        // The last handle on the thread joins it (in `Hub::drop`).
+        drop(hub);
     }
 
     fn send(&self, command: Command) {
-        let sent = self.tx.as_ref().is_some_and(|tx| tx.send(command).is_ok());
-        if !sent {
+        self.post(Envelope::Session(self.key, command));
+    }
+
+    fn post(&self, envelope: Envelope) {
+        let posted = self.hub.as_ref().is_some_and(|hub| post(hub, envelope));
+        if !posted {
             self.fail(self.stopped());
         }
     }
@@ -218,6 +307,14 @@ impl Drop for SessionWriter {
     }
 }
 
+fn post(hub: &Hub, envelope: Envelope) -> bool {
+    hub.tx
+        .lock()
+        .ok()
+        .and_then(|tx| tx.as_ref().map(|tx| tx.send(envelope).is_ok()))
+        .unwrap_or(false)
+}
+
 fn record(slot: &Mutex<Option<StoreError>>, error: StoreError) {
     if let Ok(mut first) = slot.lock()
         && first.is_none()
@@ -235,10 +332,124 @@ struct Partial {
     last_commit: Instant,
 }
 
-/// The writer thread's state.
-struct Worker {
+/// The writer thread: the connection, and the state of each session writing through it.
+struct Writer {
     path: PathBuf,
     options: StoreOptions,
+    store: Option<Store>,
+    /// Why the database could not be opened, told to every session.
+    open_error: Option<StoreError>,
+    sessions: HashMap<u64, Worker>,
+}
+
+impl Writer {
+    fn new(path: PathBuf, options: StoreOptions) -> Writer {
+        Writer {
+            path,
+            options,
+            store: None,
+            open_error: None,
+            sessions: HashMap::new(),
+        }
+    }
+
+    fn run(mut self, rx: Receiver<Envelope>) {
+        match Store::open_with(&self.path, self.options) {
+            Ok(store) => self.store = Some(store),
+            Err(e) => self.open_error = Some(e),
+        }
+        loop {
+            let envelope = match self.next_deadline() {
+                Some(deadline) => {
+                    match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                        Ok(e) => e,
+                        Err(RecvTimeoutError::Timeout) => {
+                            self.commit_due_partials();
+                            continue;
+                        }
+                        Err(RecvTimeoutError::Disconnected) => break,
+                    }
+                }
+                None => match rx.recv() {
+                    Ok(e) => e,
+                    Err(_) => break,
+                },
+            };
+            self.handle(envelope);
+        }
+        let keys: Vec<u64> = self.sessions.keys().copied().collect();
+        for key in keys {
+            self.close(key);
+        }
+    }
+
+    fn handle(&mut self, envelope: Envelope) {
+        match envelope {
+            Envelope::Open { key, start, errors } => {
+                let mut worker = Worker::new(start, errors);
+                if let Some(e) = &self.open_error {
+                    worker.fail(e.clone());
+                }
+                self.with_session(&mut worker, Worker::open);
+                self.sessions.insert(key, worker);
+            }
+            Envelope::Session(key, command) => {
+                if let Some(mut worker) = self.sessions.remove(&key) {
+                    self.with_session(&mut worker, |w| w.handle(command));
+                    self.sessions.insert(key, worker);
+                }
+            }
+            Envelope::Close { key, done } => {
+                self.close(key);
+                let _ = done.send(());
+            }
+        }
+    }
+
+    /// Commits what `key` has queued and forgets it.
+    fn close(&mut self, key: u64) {
+        if let Some(mut worker) = self.sessions.remove(&key) {
+            self.with_session(&mut worker, |w| {
+                w.commit_partial();
+                w.settle();
+            });
+        }
+    }
+
+    /// Lends the connection to one session's state while it works.
+    fn with_session(&mut self, worker: &mut Worker, f: impl FnOnce(&mut Worker)) {
+        worker.store = self.store.take();
+        f(worker);
+        self.store = worker.store.take();
+    }
+
+    /// When some session's streamed text must be committed at the latest.
+    fn next_deadline(&self) -> Option<Instant> {
+        self.sessions
+            .values()
+            .filter_map(Worker::partial_deadline)
+            .min()
+    }
+
+    fn commit_due_partials(&mut self) {
+        let now = Instant::now();
+        let due: Vec<u64> = self
+            .sessions
+            .iter()
+            .filter(|(_, w)| w.partial_deadline().is_some_and(|d| d <= now))
+            .map(|(k, _)| *k)
+            .collect();
+        for key in due {
+            if let Some(mut worker) = self.sessions.remove(&key) {
+                self.with_session(&mut worker, Worker::commit_partial);
+                self.sessions.insert(key, worker);
+            }
+        }
+    }
+}
+
+/// One session's state on the writer thread (the connection is lent to it while it works).
+struct Worker {
     store: Option<Store>,
     session_id: String,
     /// The session row to create with the first message (`None` once it exists).
@@ -270,12 +481,7 @@ impl Calls {
 }
 
 impl Worker {
-    fn new(
-        path: PathBuf,
-        start: SessionStart,
-        options: StoreOptions,
-        errors: Arc<Mutex<Option<StoreError>>>,
-    ) -> Worker {
+    fn new(start: SessionStart, errors: Arc<Mutex<Option<StoreError>>>) -> Worker {
         let (session_id, pending, resume) = match start {
             SessionStart::New(new) => (new.id.clone(), Some(new), None),
             SessionStart::Resume {
@@ -285,8 +491,6 @@ impl Worker {
             } => (id, None, Some((model, provider))),
         };
         Worker {
-            path,
-            options,
             store: None,
             session_id,
             pending,
@@ -299,35 +503,10 @@ impl Worker {
         }
     }
 
-    fn run(mut self, rx: Receiver<Command>) {
-        self.open();
-        loop {
-            let command = match self.partial_deadline() {
-                Some(deadline) => {
-                    match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                        Ok(c) => c,
-                        Err(RecvTimeoutError::Timeout) => {
-                            self.commit_partial();
-                            continue;
-                        }
-                        Err(RecvTimeoutError::Disconnected) => break,
-                    }
-                }
-                None => match rx.recv() {
-                    Ok(c) => c,
-                    Err(_) => break,
-                },
-            };
-            self.handle(command);
-        }
-        self.commit_partial();
-        self.settle();
-    }
-
+    /// A resumed session: partial rows a crash left are sealed, the end mark cleared.
     fn open(&mut self) {
-        match Store::open_with(&self.path, self.options) {
-            Ok(store) => self.store = Some(store),
-            Err(e) => return self.fail(e),
+        if self.store.is_none() {
+            return;
         }
         if let Some((model, provider)) = self.resume.take() {
             let id = self.session_id.clone();

@@ -1,7 +1,8 @@
 //! Dev-only test kit for the Hermes workspace: a scripted mock LLM server
 //! (OpenAI Chat Completions, Anthropic Messages, OpenAI Responses and AWS
 //! Bedrock Converse) with fault injection and request capture,
-//! and isolated temp homes for running the `hermes` binary.
+//! and isolated temp homes for running the `hermes` binary; doubles of the chat platforms
+//! ([`platforms`]).
 //!
 //! ```no_run
 //! use hermes_testkit::{MockServer, Script, Turn};
@@ -18,6 +19,7 @@ mod http;
 pub mod http_client;
 mod mock_server;
 pub mod openai_sse;
+pub mod platforms;
 mod props;
 mod respond;
 mod responses_sse;
@@ -28,4 +30,4 @@ pub use home::{TestHome, mock_config_yaml, test_gguf};
 pub use mock_server::{CapturedRequest, MockServer};
 pub use props::proptest_config;
 pub use respond::Api;
-pub use script::{Exhausted, Fault, MockToolCall, MockUsage, Reply, Script, Turn};
+pub use script::{Exhausted, Fault, MockToolCall, MockUsage, Reply, Responder, Script, Turn};

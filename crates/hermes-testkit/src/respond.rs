@@ -169,6 +169,13 @@ async fn chat<W: AsyncWrite + Unpin>(
             Exhausted::Text(text) => {
                 reply(w, &Reply::text(text.clone()), &chat, ordinal, close).await
             }
+            Exhausted::Respond(responder) => {
+                let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+                match (responder.0)(&body) {
+                    Turn::Reply(r) => reply(w, &r, &chat, ordinal, close).await,
+                    Turn::Fault(f) => fault(w, f, &chat, ordinal, close).await,
+                }
+            }
         },
         Some((idx, Turn::Reply(r))) => reply(w, &r, &chat, idx, close).await,
         Some((idx, Turn::Fault(f))) => fault(w, f, &chat, idx, close).await,

@@ -47,6 +47,35 @@ pub enum Exhausted {
     Error,
     /// Reply with this text (as a normal, possibly streamed, reply).
     Text(String),
+    /// Answer each request with the turn the responder picks from its JSON body: for tests
+    /// where many conversations reach the server at once, in no particular order.
+    Respond(Responder),
+}
+
+/// Picks the answer to one chat request from its body.
+#[derive(Clone)]
+pub struct Responder(pub std::sync::Arc<dyn Fn(&Value) -> Turn + Send + Sync>);
+
+impl Responder {
+    pub fn new(f: impl Fn(&Value) -> Turn + Send + Sync + 'static) -> Responder {
+        Responder(std::sync::Arc::new(f))
+    }
+}
+
+impl std::fmt::Debug for Responder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Responder(..)")
+    }
+}
+
+impl Script {
+    /// No fixed turns: every request is answered by `f` from its body.
+    pub fn responding(f: impl Fn(&Value) -> Turn + Send + Sync + 'static) -> Script {
+        Script {
+            turns: Vec::new(),
+            on_exhausted: Exhausted::Respond(Responder::new(f)),
+        }
+    }
 }
 
 /// One scripted answer to one chat-completions request.

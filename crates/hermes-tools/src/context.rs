@@ -1,17 +1,21 @@
 //! What a tool call may use: the working directory, the environment for subprocesses (without
-//! credentials), the terminal timeout, the cancellation token of the turn, the frontend's
-//! [`Interaction`], and the session's state shared by every turn: the approval gate, background
-//! processes, the todo list, the redactor of known secrets, the protected paths and the
-//! repeated-search guard.
+//! credentials), the terminal timeout, the cancellation token and iteration budget of the turn,
+//! the frontend's [`Interaction`], and the session's state shared by every turn: which stored
+//! session it is ([`SessionHandle`]), the approval gate, background processes, the todo list,
+//! the redactor of known secrets, the protected paths and the repeated-search guard.
+//!
+//! Everything per session lives here and nowhere else (no process-wide statics, no current
+//! directory): one process hosts many sessions at once, and tools are shared between them.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hermes_config::{Config, ConfigError, Environment, HermesHome};
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{ApprovalGate, ApprovalSettings, CommandChecker, CommandJudge, is_truthy};
+use crate::budget::IterationBudget;
 use crate::interaction::{Interaction, NonInteractive};
 use crate::process::ProcessRegistry;
 use crate::protect::ProtectedPaths;
@@ -19,6 +23,30 @@ use crate::redact::Redactor;
 use crate::search::RepeatGuard;
 use crate::secrets::ChildEnv;
 use crate::todo::TodoStore;
+
+/// The id of the stored session a live session records into now. Shared by the session's
+/// recorder (which moves it on `/new` and when a compression continues in a child session) and
+/// its tools (`session_search` leaves the current session out, `delegate_task` files children
+/// under it), so both always agree.
+#[derive(Debug, Clone, Default)]
+pub struct SessionHandle(Arc<Mutex<String>>);
+
+impl SessionHandle {
+    pub fn new(id: impl Into<String>) -> SessionHandle {
+        SessionHandle(Arc::new(Mutex::new(id.into())))
+    }
+
+    /// The current id ("" when the session is not stored).
+    pub fn id(&self) -> String {
+        self.0.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    pub fn set(&self, id: impl Into<String>) {
+        if let Ok(mut s) = self.0.lock() {
+            *s = id.into();
+        }
+    }
+}
 
 #[derive(Clone)]
 pub struct ToolContext {
@@ -30,8 +58,12 @@ pub struct ToolContext {
     pub terminal_timeout: Duration,
     /// Cancelled when the user interrupts the turn.
     pub cancel: CancellationToken,
+    /// The iteration budget of the running turn (none outside a turn): tools that run model
+    /// calls (`delegate_task`) draw on it, tools that should not count refund it.
+    pub budget: Option<Arc<IterationBudget>>,
     pub interaction: Arc<dyn Interaction>,
-    pub session_id: String,
+    /// The stored session this context belongs to.
+    pub session: SessionHandle,
     pub approvals: Arc<ApprovalGate>,
     pub processes: Arc<ProcessRegistry>,
     pub todos: Arc<TodoStore>,
@@ -45,7 +77,7 @@ impl std::fmt::Debug for ToolContext {
         f.debug_struct("ToolContext")
             .field("cwd", &self.cwd)
             .field("terminal_timeout", &self.terminal_timeout)
-            .field("session_id", &self.session_id)
+            .field("session", &self.session.id())
             .field("approvals", &self.approvals)
             .finish_non_exhaustive()
     }
@@ -65,7 +97,7 @@ pub struct SessionTools<'a> {
     /// Credentials the session knows besides the environment (the provider key), as
     /// `(name, value)`: redacted from tool output.
     pub known_secrets: Vec<(String, String)>,
-    pub session_id: String,
+    pub session: SessionHandle,
 }
 
 impl ToolContext {
@@ -79,8 +111,9 @@ impl ToolContext {
             child_env: Arc::new(ChildEnv::from_process(&[])),
             terminal_timeout: Duration::from_secs(180),
             cancel: CancellationToken::new(),
+            budget: None,
             interaction: Arc::new(NonInteractive),
-            session_id: String::new(),
+            session: SessionHandle::default(),
             approvals: Arc::new(ApprovalGate::new(
                 ApprovalSettings::default(),
                 checker,
@@ -118,8 +151,9 @@ impl ToolContext {
             child_env: Arc::new(ChildEnv::from_process(&config.terminal.env_passthrough)),
             terminal_timeout: Duration::from_secs(config.terminal.timeout.max(1)),
             cancel: CancellationToken::new(),
+            budget: None,
             interaction: setup.interaction,
-            session_id: setup.session_id,
+            session: setup.session,
             approvals: Arc::new(ApprovalGate::new(settings, checker, setup.judge)),
             processes: Arc::new(ProcessRegistry::new()),
             todos: Arc::new(TodoStore::new()),
@@ -129,10 +163,15 @@ impl ToolContext {
         })
     }
 
-    /// The same context with another cancellation token (one per turn).
-    pub fn with_cancel(&self, cancel: CancellationToken) -> ToolContext {
+    /// The context of one turn: its cancellation token and iteration budget.
+    pub fn for_turn(
+        &self,
+        cancel: CancellationToken,
+        budget: Option<Arc<IterationBudget>>,
+    ) -> ToolContext {
         ToolContext {
             cancel,
+            budget,
             ..self.clone()
         }
     }

@@ -6,6 +6,7 @@
 //! [`patch`] and [`search`] (behind [`protect`]), [`todo`] and [`clarify`].
 
 pub mod approval;
+pub mod budget;
 pub mod clarify;
 pub mod context;
 pub mod files;
@@ -27,9 +28,10 @@ pub use approval::{
     ApprovalGate, ApprovalMode, ApprovalSettings, CommandChecker, CommandJudge, JudgeVerdict,
     Verdict,
 };
-pub use context::{SessionTools, ToolContext};
+pub use budget::IterationBudget;
+pub use context::{SessionHandle, SessionTools, ToolContext};
 pub use interaction::{ApprovalAnswer, ApprovalRequest, Interaction, NonInteractive};
 pub use process::ProcessRegistry;
 pub use redact::Redactor;
 pub use registry::{Registry, ToolsetError};
-pub use tool::{Access, Tool, ToolError, ToolResult};
+pub use tool::{Access, Tool, ToolError, ToolResult, Unavailable};

@@ -88,6 +88,16 @@ impl std::fmt::Debug for Registry {
     }
 }
 
+impl Clone for Registry {
+    /// The same tools (shared); availability is checked afresh.
+    fn clone(&self) -> Registry {
+        Registry {
+            tools: self.tools.clone(),
+            availability: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
 impl Registry {
     pub fn new() -> Registry {
         Registry::default()

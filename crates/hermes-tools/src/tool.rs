@@ -21,6 +21,13 @@ impl ToolError {
     }
 }
 
+/// Why a tool cannot be offered here now (binary missing, service unreachable, ...).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct Unavailable {
+    pub reason: String,
+}
+
 /// What one call of a tool touches. Reads of any paths may run together; a write forces a
 /// sequential boundary with every call touching an overlapping path; `Exclusive` calls (shell
 /// commands: anything can happen) always run alone.
@@ -52,7 +59,7 @@ pub trait Tool: Send + Sync {
     }
     /// Whether the tool can work here (binary installed, service reachable, ...). Checked at
     /// most every 30 s; a failing tool is hidden from the model.
-    fn check_available(&self) -> Result<(), String> {
+    fn check_available(&self) -> Result<(), Unavailable> {
         Ok(())
     }
     /// The most characters of serialised result the model gets.

@@ -5,6 +5,7 @@
 //! redirect the browser would have followed). Skipped with a printed reason when no Chromium
 //! can be found.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 #![cfg(feature = "browser")]
 
 mod common;
@@ -17,7 +18,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse};
 use axum::routing::get;
 use common::TestServer;
-use hermes_tools::{Registry, Tool, ToolContext};
+use hermes_tools::{Registry, ToolContext};
 use hermes_web::browser::{self, BrowserManager, BrowserSettings};
 use hermes_web::net::{Fetcher, StaticResolver, UrlPolicy};
 use serde_json::{Value, json};
@@ -36,10 +37,11 @@ const FORM: &str = r#"<!DOCTYPE html><html><head><title>Contact the harbour offi
 
 /// 1x1 transparent PNG.
 const PNG: &[u8] = &[
-    0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00,
-    0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1F, 0x15, 0xC4, 0x89, 0x00, 0x00, 0x00,
-    0x0D, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9C, 0x63, 0x00, 0x01, 0x00, 0x00, 0x05, 0x00, 0x01, 0x0D, 0x0A, 0x2D,
-    0xB4, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82,
+    0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1F, 0x15, 0xC4,
+    0x89, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9C, 0x63, 0x00, 0x01, 0x00, 0x00,
+    0x05, 0x00, 0x01, 0x0D, 0x0A, 0x2D, 0xB4, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4E, 0x44, 0xAE,
+    0x42, 0x60, 0x82,
 ];
 
 async fn site() -> TestServer {
@@ -66,7 +68,9 @@ fn chromium() -> Option<BrowserSettings> {
         ..BrowserSettings::default()
     };
     if settings.launch().is_none() {
-        eprintln!("skipping: no Chromium on PATH (scripts/setup installs Debian's chromium when run as root)");
+        eprintln!(
+            "skipping: no Chromium on PATH (scripts/setup installs Debian's chromium when run as root)"
+        );
         return None;
     }
     Some(settings)
@@ -88,7 +92,11 @@ impl Browser {
         let policy = UrlPolicy::strict().trusting(srv.addr);
         let fetcher = Fetcher::with_resolver(policy, Arc::new(resolver));
         let shots = tempfile::tempdir().unwrap();
-        let manager = Arc::new(BrowserManager::new(settings, fetcher, shots.path().to_path_buf()));
+        let manager = Arc::new(BrowserManager::new(
+            settings,
+            fetcher,
+            shots.path().to_path_buf(),
+        ));
         let mut tools = Registry::new();
         for t in browser::tools(manager.clone()) {
             tools.register(t);
@@ -105,11 +113,17 @@ impl Browser {
         let tool = self.tools.get(name).unwrap();
         let out = Registry::execute(tool.as_ref(), args, &self.ctx).await;
         let v: Value = serde_json::from_str(&out.content).unwrap();
-        if out.ok { Ok(v) } else { Err(v["error"].as_str().unwrap_or("").to_string()) }
+        if out.ok {
+            Ok(v)
+        } else {
+            Err(v["error"].as_str().unwrap_or("").to_string())
+        }
     }
 
     async fn ok(&self, name: &str, args: Value) -> Value {
-        self.call(name, args.clone()).await.unwrap_or_else(|e| panic!("{name} {args}: {e}"))
+        self.call(name, args.clone())
+            .await
+            .unwrap_or_else(|e| panic!("{name} {args}: {e}"))
     }
 }
 
@@ -129,32 +143,64 @@ async fn fill_a_form_submit_and_read_the_result_page() {
     let Some(settings) = chromium() else { return };
     let srv = site().await;
     let b = Browser::new(settings, &srv);
-    assert!(b.tools.get("browser_navigate").unwrap().check_available().is_ok());
+    assert!(
+        b.tools
+            .get("browser_navigate")
+            .unwrap()
+            .check_available()
+            .is_ok()
+    );
 
     let url = format!("http://harbour.example.com:{}/form", srv.addr.port());
     let page = b.ok("browser_navigate", json!({ "url": url })).await;
     assert_eq!(page["title"], "Contact the harbour office");
     let snap = page["snapshot"].as_str().unwrap();
-    assert!(snap.contains("- heading \"Contact the harbour office\" [level=1]"), "{snap}");
+    assert!(
+        snap.contains("- heading \"Contact the harbour office\" [level=1]"),
+        "{snap}"
+    );
     assert!(snap.contains("- link \"Home\" [ref=e"), "{snap}");
     let name = find_ref(snap, "textbox \"Name\"");
     let email = find_ref(snap, "textbox \"Email\"");
     let send = find_ref(snap, "button \"Send message\"");
 
-    b.ok("browser_type", json!({"ref": name, "text": "Ada Lovelace"})).await;
-    b.ok("browser_type", json!({"ref": email, "text": "ada@example.org"})).await;
+    b.ok("browser_type", json!({"ref": name, "text": "Ada Lovelace"}))
+        .await;
+    b.ok(
+        "browser_type",
+        json!({"ref": email, "text": "ada@example.org"}),
+    )
+    .await;
     let again = b.ok("browser_snapshot", json!({})).await;
-    assert!(again["snapshot"].as_str().unwrap().contains("value=\"Ada Lovelace\""), "{again}");
+    assert!(
+        again["snapshot"]
+            .as_str()
+            .unwrap()
+            .contains("value=\"Ada Lovelace\""),
+        "{again}"
+    );
     // Refs are renewed by every snapshot: take the button's again.
-    let send_now = find_ref(again["snapshot"].as_str().unwrap(), "button \"Send message\"");
+    let send_now = find_ref(
+        again["snapshot"].as_str().unwrap(),
+        "button \"Send message\"",
+    );
     assert_eq!(send_now, send);
 
     let clicked = b.ok("browser_click", json!({ "ref": send_now })).await;
     assert_eq!(clicked["title"], "Message sent", "{clicked}");
-    assert!(clicked["url"].as_str().unwrap().contains("/submit?name=Ada+Lovelace&email=ada%40example.org"), "{clicked}");
+    assert!(
+        clicked["url"]
+            .as_str()
+            .unwrap()
+            .contains("/submit?name=Ada+Lovelace&email=ada%40example.org"),
+        "{clicked}"
+    );
     let result = b.ok("browser_snapshot", json!({"full": true})).await;
     let text = result["snapshot"].as_str().unwrap();
-    assert!(text.contains("Thank you, Ada Lovelace! We will write to ada@example.org within a day."), "{text}");
+    assert!(
+        text.contains("Thank you, Ada Lovelace! We will write to ada@example.org within a day."),
+        "{text}"
+    );
 
     let shot = b.ok("browser_screenshot", json!({})).await;
     let path = shot["path"].as_str().unwrap();
@@ -166,16 +212,34 @@ async fn fill_a_form_submit_and_read_the_result_page() {
     assert_eq!(back["title"], "Contact the harbour office");
     let images = b.ok("browser_get_images", json!({})).await;
     assert_eq!(images["images"][0]["alt"], "The night ferry");
-    assert!(images["images"][0]["src"].as_str().unwrap().ends_with("/ferry.png"));
-    let value = b.ok("browser_console", json!({"expression": "window.harbour.berths * 2"})).await;
+    assert!(
+        images["images"][0]["src"]
+            .as_str()
+            .unwrap()
+            .ends_with("/ferry.png")
+    );
+    let value = b
+        .ok(
+            "browser_console",
+            json!({"expression": "window.harbour.berths * 2"}),
+        )
+        .await;
     assert_eq!(value["result"], 24);
     let console = b.ok("browser_console", json!({"clear": true})).await;
-    let messages: Vec<&str> = console["messages"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    let messages: Vec<&str> = console["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
     assert!(messages.contains(&"[log] form ready"), "{messages:?}");
     b.ok("browser_scroll", json!({"direction": "down"})).await;
     b.ok("browser_press", json!({"key": "Tab"})).await;
 
-    let err = b.call("browser_click", json!({"ref": "@e999"})).await.unwrap_err();
+    let err = b
+        .call("browser_click", json!({"ref": "@e999"}))
+        .await
+        .unwrap_err();
     assert!(err.contains("unknown element ref"), "{err}");
 
     let closed = b.ok("browser_close", json!({})).await;
@@ -191,18 +255,45 @@ async fn navigations_to_private_addresses_are_refused() {
     let b = Browser::new(settings, &srv);
 
     // Refused before any browser starts.
-    let err = b.call("browser_navigate", json!({"url": "http://127.0.0.1:9/"})).await.unwrap_err();
+    let err = b
+        .call("browser_navigate", json!({"url": "http://127.0.0.1:9/"}))
+        .await
+        .unwrap_err();
     assert!(err.contains("127.0.0.1 is a loopback address"), "{err}");
-    let err = b.call("browser_navigate", json!({"url": "http://169.254.169.254/latest/meta-data"})).await.unwrap_err();
+    let err = b
+        .call(
+            "browser_navigate",
+            json!({"url": "http://169.254.169.254/latest/meta-data"}),
+        )
+        .await
+        .unwrap_err();
     assert!(err.contains("cloud metadata"), "{err}");
-    let err = b.call("browser_navigate", json!({"url": "http://intranet.example.com:8080/"})).await.unwrap_err();
-    assert!(err.contains("intranet.example.com resolves to 127.0.0.1"), "{err}");
-    let err = b.call("browser_navigate", json!({"url": "file:///etc/passwd"})).await.unwrap_err();
+    let err = b
+        .call(
+            "browser_navigate",
+            json!({"url": "http://intranet.example.com:8080/"}),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        err.contains("intranet.example.com resolves to 127.0.0.1"),
+        "{err}"
+    );
+    let err = b
+        .call("browser_navigate", json!({"url": "file:///etc/passwd"}))
+        .await
+        .unwrap_err();
     assert!(err.contains("file: scheme is not fetched"), "{err}");
-    assert!(b.manager.lock().await.is_none(), "no browser was started for refused URLs");
+    assert!(
+        b.manager.lock().await.is_none(),
+        "no browser was started for refused URLs"
+    );
 
     // A trusted page that redirects to a private address: the browser's request is blocked.
-    let err = b.call("browser_navigate", json!({"url": srv.url("/to-private")})).await.unwrap_err();
+    let err = b
+        .call("browser_navigate", json!({"url": srv.url("/to-private")}))
+        .await
+        .unwrap_err();
     assert!(err.contains("10.1.2.3 is a private address"), "{err}");
     b.manager.close().await;
 }

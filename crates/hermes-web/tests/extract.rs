@@ -3,6 +3,8 @@
 //! navigation; a PDF generated here is read as text; long pages are cut with the full text
 //! saved, or summarised when a summariser is set; refusals and failures come back per URL.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::sync::Arc;

@@ -2,6 +2,8 @@
 //! (method, path, query, headers, body) and the compact results the model gets back; backend
 //! selection from the keys present; service errors surfaced with the service's message.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::time::Duration;

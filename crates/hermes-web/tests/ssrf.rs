@@ -3,6 +3,8 @@
 //! refused, a redirect to a private address is refused, and a page on an explicitly trusted
 //! address is fetched (the checks still run for everything else).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::net::IpAddr;
@@ -75,8 +77,7 @@ fn refusal(err: &FetchError) -> String {
 
 #[tokio::test]
 async fn internal_addresses_in_every_spelling_are_refused_with_the_reason() {
-    let fetcher =
-        Fetcher::with_resolver(UrlPolicy::strict(), Arc::new(StaticResolver::new()));
+    let fetcher = Fetcher::with_resolver(UrlPolicy::strict(), Arc::new(StaticResolver::new()));
     for (url, expect) in [
         ("http://127.0.0.1/", "127.0.0.1 is a loopback address"),
         ("http://[::1]/", "::1 is a loopback address"),

@@ -337,7 +337,12 @@ fn provider_check(loaded: &Loaded, spec: &Result<ProviderSpec, ResolveError>) ->
         }
         return Check::ok("provider", what);
     }
-    match crate::provider::build(&loaded.config, &loaded.env, &loaded.home, &loaded.overrides) {
+    match hermes_runtime::providers::build(
+        &loaded.config,
+        &loaded.env,
+        &loaded.home,
+        &loaded.overrides,
+    ) {
         Ok(providers) => {
             if let Err(e) = hermes_local::with_tool_calling(&loaded.config.model, providers.primary)
             {
@@ -355,7 +360,7 @@ fn provider_check(loaded: &Loaded, spec: &Result<ProviderSpec, ResolveError>) ->
         }
         Err(e) => Check::fail(
             "provider",
-            e.message,
+            e.to_string(),
             "correct the model section of config.yaml",
         ),
     }
@@ -556,7 +561,7 @@ fn body_message(body: &str) -> String {
 /// chain is built beside a stand-in primary (the in-process model, which always resolves), so
 /// the entries are checked even when the primary is broken.
 fn fallback_checks(loaded: &Loaded) -> Vec<Check> {
-    let chain = crate::provider::fallback_chain(&loaded.config);
+    let chain = hermes_runtime::providers::fallback_chain(&loaded.config);
     if chain.is_empty() {
         return Vec::new();
     }
@@ -564,11 +569,15 @@ fn fallback_checks(loaded: &Loaded) -> Vec<Check> {
         provider: Some(hermes_llm::resolve::LOCAL_PROVIDER.to_string()),
         ..Overrides::default()
     };
-    let warnings =
-        match crate::provider::build(&loaded.config, &loaded.env, &loaded.home, &stand_in) {
-            Ok(p) => p.warnings,
-            Err(e) => vec![e.message],
-        };
+    let warnings = match hermes_runtime::providers::build(
+        &loaded.config,
+        &loaded.env,
+        &loaded.home,
+        &stand_in,
+    ) {
+        Ok(p) => p.warnings,
+        Err(e) => vec![e.to_string()],
+    };
     chain
         .iter()
         .map(|entry| {
@@ -614,9 +623,9 @@ fn tools_check(
 ) -> Check {
     let toolsets = toolsets_text(loaded);
     match prepared_tools(loaded, spec) {
-        Ok(prepared) => {
+        Ok((prepared, warnings)) => {
             let n = prepared.tools.names().len();
-            match prepared.warnings.first() {
+            match warnings.first() {
                 Some(w) => Check::warn(
                     "tools",
                     format!("{toolsets}: {}; {w}", plural(n, "tool")),
@@ -648,9 +657,18 @@ fn browser_check(_loaded: &Loaded) -> Option<Check> {
 /// `CHROME_PATH` / `browser.executable`, or `browser.cdp_url` to attach to), else how to get one.
 #[cfg(feature = "browser")]
 fn browser_check(loaded: &Loaded) -> Option<Check> {
-    let (toolsets, _) = crate::setup::configured_toolsets(&loaded.common, &loaded.config);
+    let requested = loaded
+        .common
+        .toolsets
+        .as_deref()
+        .map(hermes_runtime::tools::parse_toolsets);
+    let (toolsets, _) = hermes_runtime::tools::configured_toolsets(
+        requested.as_deref(),
+        &hermes_runtime::Platform::Cli,
+        &loaded.config,
+    );
     let memory = hermes_core::memory::MemorySettings::from_config(&loaded.config).ok()?;
-    let (every, _) = crate::setup::every_tool(&loaded.home, &memory);
+    let (every, _) = hermes_runtime::tools::every_tool(&loaded.home, &memory);
     let (selected, _) = every.select(&toolsets).ok()?;
     let wanted = selected
         .names()
@@ -663,7 +681,10 @@ fn browser_check(loaded: &Loaded) -> Option<Check> {
     Some(match settings.launch() {
         Some(hermes_web::browser::Launch::Executable(path)) => Check::ok(
             "browser",
-            format!("Chromium at {} (headless, started on first use)", path.display()),
+            format!(
+                "Chromium at {} (headless, started on first use)",
+                path.display()
+            ),
         ),
         Some(hermes_web::browser::Launch::Attach(url)) => {
             Check::ok("browser", format!("attaches to the browser at {url}"))

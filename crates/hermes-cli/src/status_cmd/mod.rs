@@ -9,7 +9,7 @@
 //! one empty file per directory), databases are opened read-only, and the only network request
 //! is doctor's `GET` of the endpoint's model list (5 s timeout, skipped with `--offline` and for
 //! the in-process model). Provider resolution, the fallback chain and tool selection are the
-//! session's own ([`crate::provider`], [`crate::setup::prepare`]).
+//! session's own (`hermes_runtime::providers`, `hermes_runtime::Runtime::prepare`).
 
 use std::fmt::Write as _;
 use std::io::IsTerminal;
@@ -294,7 +294,7 @@ fn mask(key: &str) -> String {
 }
 
 fn fallback_text(config: &Config) -> String {
-    let chain: Vec<String> = crate::provider::fallback_chain(config)
+    let chain: Vec<String> = hermes_runtime::providers::fallback_chain(config)
         .iter()
         .map(|f| {
             let text = |k: &str| f.entry.get(k).and_then(Value::as_str).map(str::to_string);
@@ -317,7 +317,7 @@ fn fallback_text(config: &Config) -> String {
 fn prepared_tools(
     loaded: &Loaded,
     spec: Option<&ProviderSpec>,
-) -> Result<crate::setup::Prepared, CliError> {
+) -> Result<(hermes_runtime::Prepared, Vec<String>), CliError> {
     let args = CommonArgs {
         toolsets: loaded.common.toolsets.clone(),
         ignore_rules: true,
@@ -325,22 +325,31 @@ fn prepared_tools(
     };
     let cwd = std::env::current_dir().unwrap_or_default();
     let (model, provider) = spec.map_or(("", ""), |s| (s.model.as_str(), s.provider.as_str()));
-    crate::setup::prepare(
-        &args,
-        "cli",
-        &loaded.home,
-        &loaded.config,
-        &loaded.env,
-        &cwd,
-        (model, provider),
-    )
+    let runtime = hermes_runtime::Runtime::with(
+        loaded.home.clone(),
+        loaded.config.clone(),
+        loaded.env.clone(),
+    )?;
+    runtime.set_quiet(true);
+    let session = args.spec(hermes_runtime::Platform::Cli, cwd.clone());
+    let prepared = runtime.prepare(&session, &cwd, (model, provider))?;
+    Ok((prepared, runtime.warnings()))
 }
 
 /// The toolsets a run would use and, unless it is `toolsets`, the setting they come from.
 fn toolsets_text(loaded: &Loaded) -> String {
-    let (names, source) = crate::setup::configured_toolsets(&loaded.common, &loaded.config);
+    let requested = loaded
+        .common
+        .toolsets
+        .as_deref()
+        .map(hermes_runtime::tools::parse_toolsets);
+    let (names, source) = hermes_runtime::tools::configured_toolsets(
+        requested.as_deref(),
+        &hermes_runtime::Platform::Cli,
+        &loaded.config,
+    );
     let names = names.join(", ");
-    match source {
+    match source.as_str() {
         "toolsets" => names,
         other => format!("{names} (from {other})"),
     }
@@ -349,7 +358,7 @@ fn toolsets_text(loaded: &Loaded) -> String {
 fn tools_text(loaded: &Loaded, spec: Option<&ProviderSpec>) -> String {
     let toolsets = toolsets_text(loaded);
     match prepared_tools(loaded, spec) {
-        Ok(prepared) => {
+        Ok((prepared, _)) => {
             let n = prepared.tools.names().len();
             format!("{toolsets} · {n} tool{}", if n == 1 { "" } else { "s" })
         }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use hermes_core::skills::{Library, invoke};
 use reedline::{Completer, CompletionResult, Span, Suggestion};
 
-use super::slash::{self, Arg, COMMANDS};
+use crate::repl::slash::{self, Arg, COMMANDS};
 
 /// Stored sessions are listed again after this long.
 const SESSION_CACHE: Duration = Duration::from_secs(5);

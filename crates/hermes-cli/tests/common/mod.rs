@@ -9,6 +9,7 @@ use std::process::{Output, Stdio};
 
 use hermes_testkit::TestHome;
 
+pub mod gateway;
 pub mod tmux;
 
 /// The `hermes` binary under test.

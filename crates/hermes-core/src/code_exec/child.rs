@@ -117,7 +117,9 @@ pub(super) async fn run(
         .spawn()?;
     let pgid = child.id();
     let (Some(mut out), Some(mut err)) = (child.stdout.take(), child.stderr.take()) else {
-        return Err(std::io::Error::other("the script's output pipes are missing"));
+        return Err(std::io::Error::other(
+            "the script's output pipes are missing",
+        ));
     };
     let mut stdout = HeadTail::new(MAX_STDOUT_BYTES * 2 / 5, MAX_STDOUT_BYTES * 3 / 5);
     let mut stderr = HeadTail::new(MAX_STDERR_BYTES, 0);
@@ -214,7 +216,10 @@ mod tests {
         h.push(b"ij");
         assert!(h.truncated());
         assert_eq!(h.total(), 10);
-        assert_eq!(h.text(), "abcd\n\n... [OUTPUT TRUNCATED: 3 of 10 bytes omitted] ...\n\nhij");
+        assert_eq!(
+            h.text(),
+            "abcd\n\n... [OUTPUT TRUNCATED: 3 of 10 bytes omitted] ...\n\nhij"
+        );
         let mut small = HeadTail::new(4, 3);
         small.push(b"abc");
         assert_eq!(small.text(), "abc");

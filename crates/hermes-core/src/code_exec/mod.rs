@@ -108,7 +108,10 @@ mod tests {
         assert_eq!(installed.names(), tools.names());
         let desc = installed.get(TOOL_NAME).unwrap().description().to_string();
         // Only the sandbox tools this session has are described.
-        assert!(desc.contains("read_file(") && desc.contains("terminal("), "{desc}");
+        assert!(
+            desc.contains("read_file(") && desc.contains("terminal("),
+            "{desc}"
+        );
         assert!(!desc.contains("web_search("), "{desc}");
         let plain = install(&Registry::builtin(), CodeExecSettings::default());
         assert!(plain.get(TOOL_NAME).is_none());
@@ -117,6 +120,9 @@ mod tests {
     #[test]
     fn settings_default_to_the_python_limits() {
         let s = CodeExecSettings::default();
-        assert_eq!((s.timeout, s.max_tool_calls, s.mode.as_str()), (300, 50, "project"));
+        assert_eq!(
+            (s.timeout, s.max_tool_calls, s.mode.as_str()),
+            (300, 50, "project")
+        );
     }
 }

@@ -4,9 +4,11 @@
 //! calls, so it refunds at most once per model call of the turn: after a refund it remembers
 //! the budget's remaining count, and a second `execute_code` of the same batch (the count
 //! unchanged since) does not refund again. This module is the one place that reads the turn
-//! budget (today a task-local of the turn loop, `delegation::turn_budget`).
+//! budget (the one the turn loop puts in the call's `ToolContext`).
 
 use std::sync::{Arc, Mutex, Weak};
+
+use hermes_tools::ToolContext;
 
 use crate::IterationBudget;
 
@@ -18,9 +20,9 @@ pub(super) struct Refunder {
 
 impl Refunder {
     /// Gives one iteration back to the running turn, once per model call.
-    pub(super) fn refund(&self) {
-        if let Some(budget) = crate::delegation::turn_budget::current() {
-            self.refund_to(&budget);
+    pub(super) fn refund(&self, ctx: &ToolContext) {
+        if let Some(budget) = &ctx.budget {
+            self.refund_to(budget);
         }
     }
 
@@ -65,8 +67,15 @@ mod tests {
         assert_eq!(other.remaining(), 5);
     }
 
-    #[tokio::test]
-    async fn outside_a_turn_nothing_happens() {
-        Refunder::default().refund();
+    #[test]
+    fn refunds_the_budget_of_the_calls_context() {
+        let ctx = ToolContext::new(std::env::temp_dir());
+        // Outside a turn there is no budget: nothing to refund.
+        Refunder::default().refund(&ctx);
+        let b = Arc::new(IterationBudget::new(5));
+        assert!(b.try_consume());
+        let turn = ctx.for_turn(tokio_util::sync::CancellationToken::new(), Some(b.clone()));
+        Refunder::default().refund(&turn);
+        assert_eq!(b.remaining(), 5);
     }
 }

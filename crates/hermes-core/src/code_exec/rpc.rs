@@ -66,7 +66,8 @@ impl Rpc<'_> {
                 }
             }
             if pending.len() > MAX_REQUEST_BYTES {
-                let reply = json!({"error": format!("request larger than {MAX_REQUEST_BYTES} bytes")});
+                let reply =
+                    json!({"error": format!("request larger than {MAX_REQUEST_BYTES} bytes")});
                 let _ = stream.write_all(format!("{reply}\n").as_bytes()).await;
                 return;
             }

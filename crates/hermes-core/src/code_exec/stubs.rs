@@ -54,8 +54,14 @@ const FUNCTIONS: &[(&str, &str, &str, &str)] = &[
 const SHOWN: &[(&str, &str)] = &[
     ("read_file", "read_file(path, offset=1, limit=500)"),
     ("write_file", "write_file(path, content)"),
-    ("search_files", "search_files(pattern, target='content', path='.', file_glob=None, limit=50)"),
-    ("patch", "patch(path, old_string, new_string, replace_all=False)"),
+    (
+        "search_files",
+        "search_files(pattern, target='content', path='.', file_glob=None, limit=50)",
+    ),
+    (
+        "patch",
+        "patch(path, old_string, new_string, replace_all=False)",
+    ),
     ("terminal", "terminal(command, timeout=None, workdir=None)"),
     ("web_search", "web_search(query, limit=5)"),
     ("web_extract", "web_extract(urls)"),

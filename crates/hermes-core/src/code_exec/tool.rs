@@ -116,16 +116,20 @@ impl Tool for ExecuteCodeTool {
             .unwrap_or("");
         hermes_tools::output::shorten_line(first.trim(), 60)
     }
-    fn check_available(&self) -> Result<(), String> {
+    fn check_available(&self) -> Result<(), hermes_tools::Unavailable> {
         let venv = std::env::var("VIRTUAL_ENV").ok();
         let path = std::env::var("PATH").ok();
         find_python(venv.as_deref(), path.as_deref())
             .map(|_| ())
-            .ok_or_else(|| "python3 is not installed".to_string())
+            .ok_or_else(|| hermes_tools::Unavailable {
+                reason: "python3 is not installed".into(),
+            })
     }
     async fn call(&self, args: Value, ctx: &ToolContext) -> ToolResult {
         let Some(tools) = &self.tools else {
-            return Err(ToolError::new("code execution is not set up in this session"));
+            return Err(ToolError::new(
+                "code execution is not set up in this session",
+            ));
         };
         let code = args.get("code").and_then(Value::as_str).unwrap_or("");
         if code.trim().is_empty() {
@@ -133,8 +137,10 @@ impl Tool for ExecuteCodeTool {
         }
         let python = find_python(ctx.child_env.get("VIRTUAL_ENV"), ctx.child_env.get("PATH"))
             .ok_or_else(|| {
-            ToolError::new("python3 is not installed (execute_code needs a Python 3 interpreter)")
-        })?;
+                ToolError::new(
+                    "python3 is not installed (execute_code needs a Python 3 interpreter)",
+                )
+            })?;
         let dir = tempfile::Builder::new()
             .prefix("hermes-code-")
             .tempdir()
@@ -144,7 +150,10 @@ impl Tool for ExecuteCodeTool {
             std::fs::write(path, text)
                 .map_err(|e| ToolError::new(format!("cannot write {}: {e}", path.display())))
         };
-        write(&dir.path().join("hermes_tools.py"), &stubs::module(&tools.names()))?;
+        write(
+            &dir.path().join("hermes_tools.py"),
+            &stubs::module(&tools.names()),
+        )?;
         write(&script, code)?;
         let socket = dir.path().join("rpc.sock");
         let listener = tokio::net::UnixListener::bind(&socket)
@@ -164,7 +173,10 @@ impl Tool for ExecuteCodeTool {
         };
         env.extend([
             ("PYTHONPATH".to_string(), pythonpath),
-            ("HERMES_RPC_SOCKET".to_string(), socket.display().to_string()),
+            (
+                "HERMES_RPC_SOCKET".to_string(),
+                socket.display().to_string(),
+            ),
             ("HERMES_RPC_TOKEN".to_string(), token.clone()),
             ("PYTHONDONTWRITEBYTECODE".to_string(), "1".to_string()),
             ("PYTHONIOENCODING".to_string(), "utf-8".to_string()),
@@ -185,12 +197,20 @@ impl Tool for ExecuteCodeTool {
         };
         let timeout = Duration::from_secs(self.settings.timeout.max(1));
         let started = Instant::now();
-        let finished = child::run(&python, &script, &cwd, &env, timeout, ctx, rpc.serve(&listener))
-            .await
-            .map_err(|e| ToolError::new(format!("cannot start {}: {e}", python.display())))?;
+        let finished = child::run(
+            &python,
+            &script,
+            &cwd,
+            &env,
+            timeout,
+            ctx,
+            rpc.serve(&listener),
+        )
+        .await
+        .map_err(|e| ToolError::new(format!("cannot start {}: {e}", python.display())))?;
         drop(listener);
         // A script's many tool calls cost this one model call.
-        self.refunder.refund();
+        self.refunder.refund(ctx);
 
         let duration = (started.elapsed().as_secs_f64() * 100.0).round() / 100.0;
         let clean = |s: String| hermes_tools::output::strip_ansi(&s);
@@ -205,8 +225,15 @@ impl Tool for ExecuteCodeTool {
         });
         match finished.ending {
             Ending::TimedOut => {
-                let msg = format!("the script timed out after {}s and was killed", timeout.as_secs());
-                output = if output.is_empty() { msg.clone() } else { format!("{output}\n\n{msg}") };
+                let msg = format!(
+                    "the script timed out after {}s and was killed",
+                    timeout.as_secs()
+                );
+                output = if output.is_empty() {
+                    msg.clone()
+                } else {
+                    format!("{output}\n\n{msg}")
+                };
                 result["status"] = json!("timeout");
                 result["error"] = json!(msg);
             }

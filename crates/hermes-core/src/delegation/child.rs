@@ -7,17 +7,17 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use hermes_protocol::{AgentEvent, TurnResult};
-use hermes_store::NewSession;
-use hermes_tools::ToolContext;
+use hermes_protocol::{AgentEvent, TurnEnd, TurnResult};
+use hermes_store::{NewSession, SessionStart};
 use hermes_tools::search::RepeatGuard;
 use hermes_tools::todo::TodoStore;
+use hermes_tools::{SessionHandle, ToolContext};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::record::ChildRecord;
 use super::tasks::Task;
 use super::{Delegation, brief};
+use crate::record::{EventRecorder, StreamedText};
 use crate::{Agent, AgentOptions, EventSink, IterationBudget};
 
 /// Runs `task` (number `index` of the call, from 0) as a sub-agent and returns its entry:
@@ -45,7 +45,7 @@ pub(crate) async fn run(
     let session_id = hermes_store::time::new_session_id();
     let system_prompt = brief::child_system_prompt(&ctx.cwd);
     let tool_ctx = ToolContext {
-        session_id: session_id.clone(),
+        session: SessionHandle::new(session_id.clone()),
         todos: Arc::new(TodoStore::new()),
         search_guard: Arc::new(RepeatGuard::default()),
         ..ctx.clone()
@@ -65,24 +65,19 @@ pub(crate) async fn run(
     .with_fallbacks(delegation.targets[1..].to_vec());
 
     let record = delegation.sessions.as_ref().map(|sessions| {
-        let parent = sessions
-            .parent
-            .as_ref()
-            .map(|p| p.get())
-            .filter(|p| !p.is_empty())
-            .or_else(|| Some(ctx.session_id.clone()).filter(|p| !p.is_empty()));
-        ChildRecord::start(
-            sessions,
-            NewSession {
-                id: session_id.clone(),
-                source: "subagent".into(),
-                model: Some(primary.model.clone()),
-                provider: Some(primary.provider.name().to_string()),
-                cwd: Some(ctx.cwd.display().to_string()),
-                parent_session_id: parent,
-                system_prompt: Some(system_prompt),
-            },
-        )
+        // The delegating session as it is now (it moves with `/new` and compression).
+        let parent = Some(ctx.session.id()).filter(|p| !p.is_empty());
+        let session = NewSession {
+            id: session_id.clone(),
+            source: "subagent".into(),
+            model: Some(primary.model.clone()),
+            provider: Some(primary.provider.name().to_string()),
+            cwd: Some(ctx.cwd.display().to_string()),
+            parent_session_id: parent,
+            system_prompt: Some(system_prompt),
+        };
+        let writer = sessions.writer.session(SessionStart::New(session));
+        EventRecorder::new(writer, StreamedText::Dropped)
     });
     let cancel = ctx.cancel.child_token();
     let sink = ChildSink {
@@ -102,7 +97,8 @@ pub(crate) async fn run(
         delegation.settings.max_iterations,
     );
     if let Some(record) = record {
-        record.finish(end_reason(&turn, out_of_budget)).await;
+        // The parent's own recorder is the one that reports store failures.
+        let _ = record.finish(end_reason(&turn, out_of_budget)).await;
         entry["session_id"] = Value::String(session_id);
     }
     entry
@@ -113,10 +109,10 @@ fn entry(number: usize, turn: &TurnResult, out_of_budget: bool, limit: u32) -> V
     let summary = turn.final_text.trim();
     let reason = if out_of_budget {
         Some("the turn's budget of model calls ran out before the sub-agent finished".to_string())
-    } else if turn.interrupted {
+    } else if turn.is_interrupted() {
         Some("interrupted before it finished".to_string())
-    } else if let Some(error) = &turn.error {
-        Some(error.clone())
+    } else if let Some(failure) = turn.failure() {
+        Some(failure.message.clone())
     } else if summary.is_empty() {
         Some("the sub-agent ended without a summary".to_string())
     } else {
@@ -131,7 +127,7 @@ fn entry(number: usize, turn: &TurnResult, out_of_budget: bool, limit: u32) -> V
         "summary": summary,
         "api_calls": turn.api_calls,
     });
-    if !turn.completed {
+    if turn.end == TurnEnd::BudgetExhausted {
         entry["note"] = Value::String(format!(
             "stopped at its limit of {limit} model calls; the summary may be incomplete"
         ));
@@ -148,18 +144,12 @@ pub(crate) fn failed(number: usize, reason: &str, api_calls: u32) -> Value {
     })
 }
 
-/// The stored session's end reason, in the words the parent's recorder uses.
+/// The stored session's end reason, in the words every session uses.
 fn end_reason(turn: &TurnResult, out_of_budget: bool) -> &'static str {
     if out_of_budget {
-        "max_turns"
-    } else if turn.interrupted {
-        "interrupted"
-    } else if turn.error.is_some() {
-        "failed"
-    } else if turn.completed {
-        "completed"
+        TurnEnd::BudgetExhausted.as_str()
     } else {
-        "max_turns"
+        turn.end.as_str()
     }
 }
 
@@ -170,7 +160,7 @@ struct ChildSink<'a> {
     parent_budget: Option<Arc<IterationBudget>>,
     cancel: CancellationToken,
     out_of_budget: AtomicBool,
-    record: Option<&'a ChildRecord>,
+    record: Option<&'a EventRecorder>,
 }
 
 impl EventSink for ChildSink<'_> {
@@ -183,7 +173,7 @@ impl EventSink for ChildSink<'_> {
             self.cancel.cancel();
         }
         if let Some(record) = self.record {
-            record.emit(&event);
+            record.record(&event);
         }
     }
 }
@@ -197,7 +187,6 @@ mod tests {
         let turn = TurnResult {
             final_text: " found it \n".into(),
             api_calls: 2,
-            completed: true,
             ..TurnResult::default()
         };
         assert_eq!(
@@ -205,7 +194,7 @@ mod tests {
             json!({"task": 1, "status": "ok", "summary": "found it", "api_calls": 2})
         );
         let limited = TurnResult {
-            completed: false,
+            end: TurnEnd::BudgetExhausted,
             ..turn.clone()
         };
         assert_eq!(
@@ -217,7 +206,7 @@ mod tests {
             "the turn's budget of model calls ran out before the sub-agent finished"
         );
         let broken = TurnResult {
-            error: Some("HTTP 400: bad".into()),
+            end: TurnEnd::failed(hermes_protocol::ErrorClass::FormatError, "HTTP 400: bad"),
             ..TurnResult::default()
         };
         assert_eq!(
@@ -225,7 +214,6 @@ mod tests {
             json!({"task": 3, "status": "failed", "error": "HTTP 400: bad", "api_calls": 0})
         );
         let silent = TurnResult {
-            completed: true,
             ..TurnResult::default()
         };
         assert_eq!(

@@ -12,18 +12,14 @@
 
 mod brief;
 mod child;
-mod record;
 mod tasks;
 mod tool;
-pub(crate) mod turn_budget;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use hermes_tools::Registry;
 use serde::Deserialize;
 
-use crate::session_search::CurrentSession;
 use crate::{AgentOptions, ModelTarget};
 
 pub use brief::{CHILD_SYSTEM_PROMPT, child_system_prompt, task_message};
@@ -80,13 +76,13 @@ impl DelegationSettings {
     }
 }
 
-/// Where children's conversations are stored: each is a new session in the database at
-/// `db_path`, source `subagent`, whose parent is the session `parent` names when the child
-/// starts (it follows `/new` and compression), else the tool context's session.
+/// Where children's conversations are stored: each is a new session (source `subagent`)
+/// written through `writer` (the process's one store thread), whose parent is the delegating
+/// session as its tool context names it when the child starts (it follows `/new` and
+/// compression).
 #[derive(Clone)]
 pub struct ChildSessions {
-    pub db_path: PathBuf,
-    pub parent: Option<CurrentSession>,
+    pub writer: hermes_store::StoreWriter,
 }
 
 /// What sub-agents are built from.

@@ -8,7 +8,7 @@ use hermes_tools::{Tool, ToolContext, ToolError, ToolResult};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
-use super::{Delegation, DelegationSettings, TOOL_NAME, child, tasks, turn_budget};
+use super::{Delegation, DelegationSettings, TOOL_NAME, child, tasks};
 
 const DESCRIPTION: &str = "Hand work to sub-agents: each gets a fresh conversation and your tools except delegate_task, clarify and memory, and only its final summary comes back to you. Use it for work that would flood your context, or for independent tasks in parallel (tasks). A sub-agent knows nothing of this conversation: put everything it needs (paths, errors, constraints) in goal and context. A summary is the sub-agent's own report; check what matters.";
 
@@ -99,7 +99,7 @@ impl Tool for DelegateTaskTool {
             return Err(ToolError::new("delegation is not set up in this session"));
         };
         let tasks = tasks::parse(&args, self.max_tasks, &delegation.tools)?;
-        let parent_budget = turn_budget::current();
+        let parent_budget = ctx.budget.clone();
         let runs = tasks.iter().enumerate().map(|(index, task)| {
             let parent_budget = parent_budget.clone();
             async move {

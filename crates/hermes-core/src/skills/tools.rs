@@ -143,7 +143,7 @@ impl Tool for SkillViewTool {
         let library = self.library.clone();
         let name = str_arg(&args, "name").unwrap_or_default();
         let file = str_arg(&args, "file_path");
-        let session = ctx.session_id.clone();
+        let session = ctx.session.id();
         blocking(move || {
             let (skill, out) = view::view(&library, &name, file.as_deref(), &session)?;
             let usage = library.usage();

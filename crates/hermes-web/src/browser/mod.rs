@@ -197,7 +197,10 @@ mod tests {
             path: Some(path),
             ..BrowserSettings::default()
         };
-        assert_eq!(s.launch(), Some(Launch::Attach("http://127.0.0.1:9222".into())));
+        assert_eq!(
+            s.launch(),
+            Some(Launch::Attach("http://127.0.0.1:9222".into()))
+        );
         assert_eq!(BrowserSettings::default().launch(), None);
     }
 }

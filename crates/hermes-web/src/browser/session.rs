@@ -20,8 +20,8 @@ use chromiumoxide::cdp::browser_protocol::fetch::{
     ContinueRequestParams, EventRequestPaused, FailRequestParams,
 };
 use chromiumoxide::cdp::browser_protocol::input::{
-    DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams,
-    DispatchMouseEventType, InsertTextParams, MouseButton,
+    DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams, DispatchMouseEventType,
+    InsertTextParams, MouseButton,
 };
 use chromiumoxide::cdp::browser_protocol::network::{ErrorReason, ResourceType};
 use chromiumoxide::cdp::browser_protocol::page::{
@@ -95,7 +95,9 @@ impl Session {
                 let profile = tempfile::Builder::new()
                     .prefix("hermes-browser-")
                     .tempdir()
-                    .map_err(|e| BrowserError::Launch(format!("cannot create a profile directory: {e}")))?;
+                    .map_err(|e| {
+                        BrowserError::Launch(format!("cannot create a profile directory: {e}"))
+                    })?;
                 let mut config = BrowserConfig::builder()
                     .chrome_executable(path)
                     .new_headless_mode()
@@ -154,10 +156,24 @@ impl Session {
         let blocked: Arc<Mutex<Vec<Blocked>>> = Arc::default();
         let console: Arc<Mutex<VecDeque<String>>> = Arc::default();
         let session_setup = async {
-            let paused = page.event_listener::<EventRequestPaused>().await.map_err(cdp)?;
-            tasks.push(tokio::spawn(gate(page.clone(), paused, fetcher, blocked.clone())));
-            let logs = page.event_listener::<EventConsoleApiCalled>().await.map_err(cdp)?;
-            let errors = page.event_listener::<EventExceptionThrown>().await.map_err(cdp)?;
+            let paused = page
+                .event_listener::<EventRequestPaused>()
+                .await
+                .map_err(cdp)?;
+            tasks.push(tokio::spawn(gate(
+                page.clone(),
+                paused,
+                fetcher,
+                blocked.clone(),
+            )));
+            let logs = page
+                .event_listener::<EventConsoleApiCalled>()
+                .await
+                .map_err(cdp)?;
+            let errors = page
+                .event_listener::<EventExceptionThrown>()
+                .await
+                .map_err(cdp)?;
             tasks.push(tokio::spawn(record_console(logs, errors, console.clone())));
             page.enable_runtime().await.map_err(cdp)?;
             Ok::<(), BrowserError>(())
@@ -178,13 +194,22 @@ impl Session {
     }
 
     fn take_blocked(&self) -> Vec<Blocked> {
-        self.blocked.lock().map(|mut b| std::mem::take(&mut *b)).unwrap_or_default()
+        self.blocked
+            .lock()
+            .map(|mut b| std::mem::take(&mut *b))
+            .unwrap_or_default()
     }
 
     /// The page's URL and title.
     pub async fn location(&self) -> (String, String) {
         let url = self.page.url().await.ok().flatten().unwrap_or_default();
-        let title = self.page.get_title().await.ok().flatten().unwrap_or_default();
+        let title = self
+            .page
+            .get_title()
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or_default();
         (url, title)
     }
 
@@ -197,7 +222,10 @@ impl Session {
             return Err(BrowserError::Refused(b.reason));
         }
         match result {
-            Err(_) => Err(BrowserError::Timeout(format!("{url} did not load within {} s", NAVIGATION_TIMEOUT.as_secs()))),
+            Err(_) => Err(BrowserError::Timeout(format!(
+                "{url} did not load within {} s",
+                NAVIGATION_TIMEOUT.as_secs()
+            ))),
             Ok(Err(e)) => Err(BrowserError::Navigation(format!("{url}: {e}"))),
             Ok(Ok(_)) => {
                 self.refs.clear();
@@ -232,17 +260,15 @@ impl Session {
         let resolved = self
             .page
             .execute(ResolveNodeParams {
-                backend_node_id: Some(node.clone()),
+                backend_node_id: Some(*node),
                 ..ResolveNodeParams::default()
             })
             .await
             .map_err(cdp)?;
-        let object = resolved
-            .result
-            .object
-            .object_id
-            .clone()
-            .ok_or_else(|| BrowserError::Protocol("the element has no JavaScript object".into()))?;
+        let object =
+            resolved.result.object.object_id.clone().ok_or_else(|| {
+                BrowserError::Protocol("the element has no JavaScript object".into())
+            })?;
         let mut params = CallFunctionOnParams::new(function);
         params.object_id = Some(object);
         params.return_by_value = Some(true);
@@ -258,20 +284,25 @@ impl Session {
         let _ = self
             .page
             .execute(ScrollIntoViewIfNeededParams {
-                backend_node_id: Some(node.clone()),
+                backend_node_id: Some(node),
                 ..ScrollIntoViewIfNeededParams::default()
             })
             .await;
         let model = self
             .page
             .execute(GetBoxModelParams {
-                backend_node_id: Some(node.clone()),
+                backend_node_id: Some(node),
                 ..GetBoxModelParams::default()
             })
             .await;
         let centre = model.ok().and_then(|m| {
             let q = m.result.model.content.inner().clone();
-            (q.len() == 8).then(|| ((q[0] + q[2] + q[4] + q[6]) / 4.0, (q[1] + q[3] + q[5] + q[7]) / 4.0))
+            (q.len() == 8).then(|| {
+                (
+                    (q[0] + q[2] + q[4] + q[6]) / 4.0,
+                    (q[1] + q[3] + q[5] + q[7]) / 4.0,
+                )
+            })
         });
         match centre {
             Some((x, y)) => {
@@ -301,13 +332,13 @@ impl Session {
         let _ = self
             .page
             .execute(ScrollIntoViewIfNeededParams {
-                backend_node_id: Some(node.clone()),
+                backend_node_id: Some(node),
                 ..ScrollIntoViewIfNeededParams::default()
             })
             .await;
         self.page
             .execute(FocusParams {
-                backend_node_id: Some(node.clone()),
+                backend_node_id: Some(node),
                 ..FocusParams::default()
             })
             .await
@@ -326,8 +357,11 @@ impl Session {
 
     /// Presses one key (`Enter`, `Tab`, `Escape`, `ArrowDown`, a character, ...).
     pub async fn press(&mut self, key: &str) -> Result<(), BrowserError> {
-        let def = chromiumoxide::keys::get_key_definition(key)
-            .ok_or_else(|| BrowserError::Input(format!("unknown key {key:?} (try Enter, Tab, Escape, ArrowDown, PageDown, Backspace)")))?;
+        let def = chromiumoxide::keys::get_key_definition(key).ok_or_else(|| {
+            BrowserError::Input(format!(
+                "unknown key {key:?} (try Enter, Tab, Escape, ArrowDown, PageDown, Backspace)"
+            ))
+        })?;
         self.take_blocked();
         for kind in [DispatchKeyEventType::KeyDown, DispatchKeyEventType::KeyUp] {
             let mut ev = DispatchKeyEventParams::new(kind.clone());
@@ -349,7 +383,9 @@ impl Session {
     pub async fn scroll(&mut self, down: bool) -> Result<(), BrowserError> {
         let sign = if down { "" } else { "-" };
         self.page
-            .evaluate(format!("window.scrollBy(0, {sign}Math.round(window.innerHeight * 0.8))"))
+            .evaluate(format!(
+                "window.scrollBy(0, {sign}Math.round(window.innerHeight * 0.8))"
+            ))
             .await
             .map_err(cdp)?;
         Ok(())
@@ -366,7 +402,10 @@ impl Session {
         if index <= 0 {
             return Ok(false);
         }
-        let Some(entry) = usize::try_from(index - 1).ok().and_then(|i| history.result.entries.get(i)) else {
+        let Some(entry) = usize::try_from(index - 1)
+            .ok()
+            .and_then(|i| history.result.entries.get(i))
+        else {
             return Ok(false);
         };
         self.take_blocked();
@@ -470,24 +509,36 @@ async fn gate(
     let mut verdicts: HashMap<String, (Instant, Result<(), String>)> = HashMap::new();
     while let Some(event) = paused.next().await {
         let url = event.request.url.clone();
-        let verdict = if url.starts_with("data:") || url.starts_with("blob:") || url == "about:blank" {
-            Ok(())
-        } else {
-            let origin = url::Url::parse(&url)
-                .map(|u| format!("{}://{}:{}", u.scheme(), u.host_str().unwrap_or(""), u.port_or_known_default().unwrap_or(0)))
-                .unwrap_or_else(|_| url.clone());
-            match verdicts.get(&origin) {
-                Some((at, v)) if at.elapsed() < VERDICT_TTL => v.clone(),
-                _ => {
-                    let v = fetcher.check(&url).await.map(|_| ()).map_err(|e| e.to_string());
-                    if verdicts.len() > 256 {
-                        verdicts.clear();
+        let verdict =
+            if url.starts_with("data:") || url.starts_with("blob:") || url == "about:blank" {
+                Ok(())
+            } else {
+                let origin = url::Url::parse(&url)
+                    .map(|u| {
+                        format!(
+                            "{}://{}:{}",
+                            u.scheme(),
+                            u.host_str().unwrap_or(""),
+                            u.port_or_known_default().unwrap_or(0)
+                        )
+                    })
+                    .unwrap_or_else(|_| url.clone());
+                match verdicts.get(&origin) {
+                    Some((at, v)) if at.elapsed() < VERDICT_TTL => v.clone(),
+                    _ => {
+                        let v = fetcher
+                            .check(&url)
+                            .await
+                            .map(|_| ())
+                            .map_err(|e| e.to_string());
+                        if verdicts.len() > 256 {
+                            verdicts.clear();
+                        }
+                        verdicts.insert(origin, (Instant::now(), v.clone()));
+                        v
                     }
-                    verdicts.insert(origin, (Instant::now(), v.clone()));
-                    v
                 }
-            }
-        };
+            };
         let id = event.request_id.clone();
         match verdict {
             Ok(()) => {
@@ -524,7 +575,10 @@ async fn record_console(
                 l.pop_front();
             }
             let line = if line.chars().count() > MAX_CONSOLE_LINE {
-                format!("{}…", line.chars().take(MAX_CONSOLE_LINE).collect::<String>())
+                format!(
+                    "{}…",
+                    line.chars().take(MAX_CONSOLE_LINE).collect::<String>()
+                )
             } else {
                 line
             };

@@ -30,7 +30,15 @@ const INTERACTIVE: &[&str] = &[
     "treeitem",
 ];
 /// Shown in compact mode besides the interactive roles.
-const STRUCTURE: &[&str] = &["heading", "img", "image", "alert", "status", "dialog", "alertdialog"];
+const STRUCTURE: &[&str] = &[
+    "heading",
+    "img",
+    "image",
+    "alert",
+    "status",
+    "dialog",
+    "alertdialog",
+];
 /// Containers that indent what they hold (so the model sees which form a field is in).
 const LANDMARKS: &[&str] = &[
     "form",
@@ -73,7 +81,9 @@ fn ax_value(v: Option<&Value>) -> Option<&Value> {
 
 fn parse(node: &Value) -> Option<(&str, Node<'_>)> {
     let id = node.get("nodeId")?.as_str()?;
-    let role = ax_value(node.get("role")).and_then(Value::as_str).unwrap_or("");
+    let role = ax_value(node.get("role"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
     let name = ax_value(node.get("name"))
         .and_then(Value::as_str)
         .unwrap_or("")
@@ -99,7 +109,10 @@ fn parse(node: &Value) -> Option<(&str, Node<'_>)> {
         Node {
             role,
             name,
-            ignored: node.get("ignored").and_then(Value::as_bool).unwrap_or(false),
+            ignored: node
+                .get("ignored")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
             props,
             value: ax_value(node.get("value")),
             children,
@@ -132,7 +145,11 @@ pub fn render(nodes: &[Value], full: bool) -> Snapshot {
         text: String::new(),
         refs: HashMap::new(),
     };
-    let roots: Vec<&str> = order.iter().copied().filter(|id| !is_child.contains(id)).collect();
+    let roots: Vec<&str> = order
+        .iter()
+        .copied()
+        .filter(|id| !is_child.contains(id))
+        .collect();
     // Iterative depth-first walk: (node id, indent).
     let mut stack: Vec<(&str, usize)> = roots.into_iter().rev().map(|r| (r, 0)).collect();
     let mut visited = std::collections::HashSet::new();
@@ -198,16 +215,17 @@ fn line(node: &Node<'_>, full: bool, refs: &mut HashMap<String, i64>) -> Option<
             _ => {}
         }
     }
-    if interactive
-        && let Some(backend) = node.backend
-    {
+    if interactive && let Some(backend) = node.backend {
         let r = format!("e{}", refs.len() + 1);
         text.push_str(&format!(" [ref={r}]"));
         refs.insert(r, backend);
     }
     if let Some(Value::String(v)) = node.value
         && !v.is_empty()
-        && matches!(role, "textbox" | "searchbox" | "combobox" | "spinbutton" | "slider")
+        && matches!(
+            role,
+            "textbox" | "searchbox" | "combobox" | "spinbutton" | "slider"
+        )
     {
         text.push_str(&format!(" value=\"{}\"", shorten(v)));
     }
@@ -245,10 +263,12 @@ mod tests {
     #[test]
     fn compact_shows_what_can_be_acted_on_with_refs() {
         let mut heading = node("2", "heading", "Contact us", &["3"], Some(20));
-        heading["properties"] = json!([{"name": "level", "value": {"type": "integer", "value": 1}}]);
+        heading["properties"] =
+            json!([{"name": "level", "value": {"type": "integer", "value": 1}}]);
         let mut email = node("6", "textbox", "Email", &[], Some(60));
         email["value"] = json!({"type": "string", "value": "a@b.c"});
-        email["properties"] = json!([{"name": "required", "value": {"type": "boolean", "value": true}}]);
+        email["properties"] =
+            json!([{"name": "required", "value": {"type": "boolean", "value": true}}]);
         let nodes = vec![
             node("1", "RootWebArea", "Contact", &["2", "4", "9"], Some(1)),
             heading,
@@ -269,7 +289,11 @@ mod tests {
         );
         assert_eq!(s.refs.get("e2"), Some(&60));
         let full = render(&nodes, true);
-        assert!(full.text.ends_with("- text \"We answer within a day.\"\n"), "{}", full.text);
+        assert!(
+            full.text.ends_with("- text \"We answer within a day.\"\n"),
+            "{}",
+            full.text
+        );
         assert!(!full.text.contains("- text \"Send\""), "{}", full.text);
     }
 

@@ -109,7 +109,9 @@ impl BrowserTool {
         if self.kind == Kind::Navigate {
             self.manager.start(&mut slot).await.map_err(fail)?;
         }
-        let session = slot.as_mut().ok_or_else(|| fail(BrowserError::NotStarted))?;
+        let session = slot
+            .as_mut()
+            .ok_or_else(|| fail(BrowserError::NotStarted))?;
         match self.kind {
             Kind::Navigate => {
                 let url = checked.map(|u| u.to_string()).unwrap_or_default();
@@ -136,11 +138,18 @@ impl BrowserTool {
                 Ok(json!({"typed": r}))
             }
             Kind::Scroll => {
-                let dir = args.get("direction").and_then(Value::as_str).unwrap_or("down");
+                let dir = args
+                    .get("direction")
+                    .and_then(Value::as_str)
+                    .unwrap_or("down");
                 let down = match dir {
                     "down" => true,
                     "up" => false,
-                    other => return Err(ToolError::new(format!("direction must be up or down, not {other:?}"))),
+                    other => {
+                        return Err(ToolError::new(format!(
+                            "direction must be up or down, not {other:?}"
+                        )));
+                    }
                 };
                 session.scroll(down).await.map_err(fail)?;
                 Ok(json!({"scrolled": dir}))
@@ -163,16 +172,25 @@ impl BrowserTool {
                 Ok(json!({ "images": images }))
             }
             Kind::Console => {
-                if let Some(expr) = args.get("expression").and_then(Value::as_str).filter(|e| !e.trim().is_empty()) {
+                if let Some(expr) = args
+                    .get("expression")
+                    .and_then(Value::as_str)
+                    .filter(|e| !e.trim().is_empty())
+                {
                     let value = session.evaluate(expr).await.map_err(fail)?;
                     let text = cap(value.to_string(), MAX_EVAL_CHARS, "result");
-                    return Ok(json!({ "result": serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text)) }));
+                    return Ok(
+                        json!({ "result": serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text)) }),
+                    );
                 }
                 let clear = args.get("clear").and_then(Value::as_bool).unwrap_or(false);
                 Ok(json!({ "messages": session.console(clear) }))
             }
             Kind::Screenshot => {
-                let full = args.get("full_page").and_then(Value::as_bool).unwrap_or(false);
+                let full = args
+                    .get("full_page")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
                 let name = format!(
                     "browser_{}.png",
                     std::time::SystemTime::now()
@@ -211,15 +229,21 @@ impl Tool for BrowserTool {
     }
     fn description(&self) -> &str {
         match self.kind {
-            Kind::Navigate => "Open a URL in a real browser (headless Chromium) and get the page's accessibility snapshot, whose refs (@e1, ...) browser_click and browser_type take. To just read a page, web_extract is faster; use the browser for forms, clicks and script-driven pages.",
-            Kind::Snapshot => "The current page as an accessibility tree with refs for the interactive elements; full=true adds the text. Refs change with each snapshot.",
+            Kind::Navigate => {
+                "Open a URL in a real browser (headless Chromium) and get the page's accessibility snapshot, whose refs (@e1, ...) browser_click and browser_type take. To just read a page, web_extract is faster; use the browser for forms, clicks and script-driven pages."
+            }
+            Kind::Snapshot => {
+                "The current page as an accessibility tree with refs for the interactive elements; full=true adds the text. Refs change with each snapshot."
+            }
             Kind::Click => "Click the element with this ref from the latest snapshot.",
             Kind::Type => "Replace the text of the input field with this ref.",
             Kind::Scroll => "Scroll the page up or down.",
             Kind::Press => "Press a key: Enter, Tab, Escape, ArrowDown, PageDown, ...",
             Kind::Back => "Go back to the previous page.",
             Kind::GetImages => "List the page's images (src, alt, size).",
-            Kind::Console => "The page's console messages and JavaScript errors; with expression, evaluate JavaScript in the page and return its value.",
+            Kind::Console => {
+                "The page's console messages and JavaScript errors; with expression, evaluate JavaScript in the page and return its value."
+            }
             Kind::Screenshot => "Save a PNG screenshot of the page; returns its path.",
             Kind::Close => "Close the browser.",
         }
@@ -230,8 +254,14 @@ impl Tool for BrowserTool {
             Kind::Navigate => (json!({"url": {"type": "string"}}), json!(["url"])),
             Kind::Snapshot => (json!({"full": {"type": "boolean"}}), json!([])),
             Kind::Click => (json!({"ref": r}), json!(["ref"])),
-            Kind::Type => (json!({"ref": r, "text": {"type": "string"}}), json!(["ref", "text"])),
-            Kind::Scroll => (json!({"direction": {"type": "string", "enum": ["up", "down"]}}), json!(["direction"])),
+            Kind::Type => (
+                json!({"ref": r, "text": {"type": "string"}}),
+                json!(["ref", "text"]),
+            ),
+            Kind::Scroll => (
+                json!({"direction": {"type": "string", "enum": ["up", "down"]}}),
+                json!(["direction"]),
+            ),
             Kind::Press => (json!({"key": {"type": "string"}}), json!(["key"])),
             Kind::Console => (
                 json!({"clear": {"type": "boolean"}, "expression": {"type": "string"}}),
@@ -242,12 +272,14 @@ impl Tool for BrowserTool {
         };
         json!({"type": "object", "properties": props, "required": required})
     }
-    fn check_available(&self) -> Result<(), String> {
+    fn check_available(&self) -> Result<(), hermes_tools::Unavailable> {
         self.manager
             .settings()
             .launch()
             .map(|_| ())
-            .ok_or_else(|| BrowserError::NotFound.to_string())
+            .ok_or_else(|| hermes_tools::Unavailable {
+                reason: BrowserError::NotFound.to_string(),
+            })
     }
     async fn call(&self, args: Value, ctx: &ToolContext) -> ToolResult {
         tokio::select! {

@@ -8,12 +8,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_tungstenite::tungstenite::client::IntoClientRequest;
-use async_tungstenite::tungstenite::{Message, http};
 use futures_util::{SinkExt, StreamExt};
 use sha2::{Digest, Sha256};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::{Message, http};
 
-pub const DEFAULT_BASE: &str = "wss://speech.platform.bing.com/consumer/speech/synthesize/readaloud/edge/v1";
+pub const DEFAULT_BASE: &str =
+    "wss://speech.platform.bing.com/consumer/speech/synthesize/readaloud/edge/v1";
 pub const DEFAULT_VOICE: &str = "en-US-AriaNeural";
 const TRUSTED_CLIENT_TOKEN: &str = "6A5AA1D4EAFF4E9FB37E23D68491D6F4";
 const CHROMIUM_FULL_VERSION: &str = "130.0.2849.68";
@@ -45,7 +48,9 @@ pub fn sec_ms_gec(unix_secs: u64) -> String {
 pub fn long_voice_name(voice: &str) -> String {
     let parts: Vec<&str> = voice.splitn(3, '-').collect();
     match parts.as_slice() {
-        [lang, region, name] if lang.len() == 2 && region.len() == 2 && name.ends_with("Neural") => {
+        [lang, region, name]
+            if lang.len() == 2 && region.len() == 2 && name.ends_with("Neural") =>
+        {
             let (region, name) = match name.split_once('-') {
                 Some((extra, rest)) => (format!("{region}-{extra}"), rest.to_string()),
                 None => (region.to_string(), name.to_string()),
@@ -114,15 +119,24 @@ async fn exchange(base: &str, voice: &str, text: &str) -> Result<Vec<u8>, EdgeEr
     for (k, v) in [
         ("Pragma", "no-cache"),
         ("Cache-Control", "no-cache"),
-        ("Origin", "chrome-extension://jdiccldimpdaibmpdkjnbmckianbfold"),
-        ("User-Agent", "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36 Edg/130.0.0.0"),
+        (
+            "Origin",
+            "chrome-extension://jdiccldimpdaibmpdkjnbmckianbfold",
+        ),
+        (
+            "User-Agent",
+            "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36 Edg/130.0.0.0",
+        ),
     ] {
         if let Ok(value) = http::HeaderValue::from_str(v) {
             headers.insert(k, value);
         }
     }
-    let connector = tls_connector()?;
-    let (mut ws, _) = async_tungstenite::tokio::connect_async_with_tls_connector(request, Some(connector))
+    let stream = connect(request.uri()).await?;
+    let ws_config = WebSocketConfig::default()
+        .max_message_size(Some(MAX_AUDIO_BYTES))
+        .max_frame_size(Some(MAX_AUDIO_BYTES));
+    let (mut ws, _) = tokio_tungstenite::client_async_with_config(request, stream, Some(ws_config))
         .await
         .map_err(|e| EdgeError::Connect(e.to_string()))?;
     let date = timestamp();
@@ -138,7 +152,7 @@ async fn exchange(base: &str, voice: &str, text: &str) -> Result<Vec<u8>, EdgeEr
         "X-RequestId:{}\r\nContent-Type:application/ssml+xml\r\nX-Timestamp:{date}Z\r\nPath:ssml\r\n\r\n{ssml}",
         connection_id()
     );
-    let send = |e: async_tungstenite::tungstenite::Error| EdgeError::Connect(e.to_string());
+    let send = |e: tokio_tungstenite::tungstenite::Error| EdgeError::Connect(e.to_string());
     ws.send(Message::text(config)).await.map_err(send)?;
     ws.send(Message::text(request)).await.map_err(send)?;
 
@@ -159,11 +173,15 @@ async fn exchange(base: &str, voice: &str, text: &str) -> Result<Vec<u8>, EdgeEr
                     return Err(EdgeError::Protocol("audio before turn.start".into()));
                 }
                 if b.len() < 2 {
-                    return Err(EdgeError::Protocol("a binary frame without its header length".into()));
+                    return Err(EdgeError::Protocol(
+                        "a binary frame without its header length".into(),
+                    ));
                 }
                 let head = usize::from(u16::from_be_bytes([b[0], b[1]]));
                 if b.len() < head + 2 {
-                    return Err(EdgeError::Protocol("a binary frame shorter than its header".into()));
+                    return Err(EdgeError::Protocol(
+                        "a binary frame shorter than its header".into(),
+                    ));
                 }
                 let headers = String::from_utf8_lossy(&b[2..head + 2]);
                 if header(&headers, "Path").as_deref() == Some("audio") {
@@ -179,7 +197,9 @@ async fn exchange(base: &str, voice: &str, text: &str) -> Result<Vec<u8>, EdgeEr
     }
     let _ = ws.close(None).await;
     if audio.is_empty() {
-        return Err(EdgeError::Protocol("no audio was received (check tts.edge.voice)".into()));
+        return Err(EdgeError::Protocol(
+            "no audio was received (check tts.edge.voice)".into(),
+        ));
     }
     Ok(audio)
 }
@@ -192,11 +212,41 @@ fn header(block: &str, name: &str) -> Option<String> {
         .split("\r\n")
         .find_map(|line| {
             let (k, v) = line.split_once(':')?;
-            k.trim().eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+            k.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_string())
         })
 }
 
-fn tls_connector() -> Result<async_tungstenite::tokio::Connector, EdgeError> {
+/// A byte stream under the WebSocket: plain TCP for `ws://`, TLS for `wss://`.
+trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+
+/// TCP to the URI's host and port, then TLS (our rustls with the platform verifier) for `wss`.
+async fn connect(uri: &http::Uri) -> Result<Box<dyn Io>, EdgeError> {
+    let tls = match uri.scheme_str() {
+        Some("wss") => true,
+        Some("ws") => false,
+        other => {
+            return Err(EdgeError::Connect(format!(
+                "the URL must be ws:// or wss://, not {}",
+                other.unwrap_or("none")
+            )));
+        }
+    };
+    let host = uri
+        .host()
+        .ok_or_else(|| EdgeError::Connect("the URL has no host".into()))?
+        .trim_matches(['[', ']'])
+        .to_string();
+    let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
+    let tcp = tokio::net::TcpStream::connect((host.as_str(), port))
+        .await
+        .map_err(|e| EdgeError::Connect(format!("cannot connect to {host}:{port}: {e}")))?;
+    let _ = tcp.set_nodelay(true);
+    if !tls {
+        return Ok(Box::new(tcp));
+    }
     use rustls_platform_verifier::BuilderVerifierExt;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider)
@@ -205,7 +255,13 @@ fn tls_connector() -> Result<async_tungstenite::tokio::Connector, EdgeError> {
         .with_platform_verifier()
         .map_err(|e| EdgeError::Connect(e.to_string()))?
         .with_no_client_auth();
-    Ok(async_tungstenite::tokio::Connector::from(Arc::new(config)))
+    let name = rustls::pki_types::ServerName::try_from(host.clone())
+        .map_err(|e| EdgeError::Connect(format!("bad server name {host}: {e}")))?;
+    let stream = tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(name, tcp)
+        .await
+        .map_err(|e| EdgeError::Connect(format!("TLS with {host}: {e}")))?;
+    Ok(Box::new(stream))
 }
 
 #[cfg(test)]
@@ -219,7 +275,10 @@ mod tests {
         assert_eq!(a, sec_ms_gec(1_731_024_000 + 299));
         assert_ne!(a, sec_ms_gec(1_731_024_000 + 300));
         assert_eq!(a.len(), 64);
-        assert!(a.chars().all(|c| c.is_ascii_digit() || c.is_ascii_uppercase()));
+        assert!(
+            a.chars()
+                .all(|c| c.is_ascii_digit() || c.is_ascii_uppercase())
+        );
         assert_eq!(
             long_voice_name("en-US-AriaNeural"),
             "Microsoft Server Speech Text to Speech Voice (en-US, AriaNeural)"
@@ -229,6 +288,9 @@ mod tests {
             "Microsoft Server Speech Text to Speech Voice (zh-CN-shaanxi, XiaoniNeural)"
         );
         assert_eq!(escape_xml("a<b & 'c'\u{b}"), "a&lt;b &amp; &apos;c&apos; ");
-        assert_eq!(header("X-RequestId:1\r\nPath:turn.end\r\n\r\n{}", "path").as_deref(), Some("turn.end"));
+        assert_eq!(
+            header("X-RequestId:1\r\nPath:turn.end\r\n\r\n{}", "path").as_deref(),
+            Some("turn.end")
+        );
     }
 }

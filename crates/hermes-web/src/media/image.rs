@@ -77,7 +77,13 @@ pub struct ImageGenerateTool {
 }
 
 impl ImageGenerateTool {
-    pub fn new(api: ApiClient, fetcher: Fetcher, env: Environment, settings: ImageSettings, dir: PathBuf) -> ImageGenerateTool {
+    pub fn new(
+        api: ApiClient,
+        fetcher: Fetcher,
+        env: Environment,
+        settings: ImageSettings,
+        dir: PathBuf,
+    ) -> ImageGenerateTool {
         ImageGenerateTool {
             api,
             fetcher,
@@ -88,7 +94,9 @@ impl ImageGenerateTool {
     }
 
     fn key(&self, var: &str, service: &str) -> Result<String, ApiError> {
-        self.env.var(var).ok_or_else(|| ApiError::missing_key(service, var))
+        self.env
+            .var(var)
+            .ok_or_else(|| ApiError::missing_key(service, var))
     }
 
     async fn openai(&self, prompt: &str, size: &str) -> Result<(Vec<u8>, String), ToolError> {
@@ -120,7 +128,9 @@ impl ImageGenerateTool {
         if let Some(b64) = first.get("b64_json").and_then(Value::as_str) {
             let bytes = base64::engine::general_purpose::STANDARD
                 .decode(b64.trim())
-                .map_err(|e| ToolError::new(format!("OpenAI images: the image is not valid base64: {e}")))?;
+                .map_err(|e| {
+                    ToolError::new(format!("OpenAI images: the image is not valid base64: {e}"))
+                })?;
             return Ok((bytes, tier.0.to_string()));
         }
         if let Some(url) = first.get("url").and_then(Value::as_str) {
@@ -171,7 +181,9 @@ impl ImageGenerateTool {
             let b64 = data.split_once(";base64,").map(|(_, b)| b).unwrap_or("");
             return base64::engine::general_purpose::STANDARD
                 .decode(b64)
-                .map_err(|e| ToolError::new(format!("the image data URL is not valid base64: {e}")));
+                .map_err(|e| {
+                    ToolError::new(format!("the image data URL is not valid base64: {e}"))
+                });
         }
         let limits = FetchLimits {
             max_bytes: MAX_MEDIA_BYTES,
@@ -223,11 +235,13 @@ impl Tool for ImageGenerateTool {
             "required": ["prompt"]
         })
     }
-    fn check_available(&self) -> Result<(), String> {
+    fn check_available(&self) -> Result<(), hermes_tools::Unavailable> {
         match self.settings.provider {
             Some(ImageProvider::OpenAi) if self.env.var("OPENAI_API_KEY").is_some() => Ok(()),
             Some(ImageProvider::Fal) if self.env.var("FAL_KEY").is_some() => Ok(()),
-            _ => Err("no image provider: set FAL_KEY, or image_gen.provider: openai with OPENAI_API_KEY".into()),
+            _ => Err(hermes_tools::Unavailable {
+                reason: "no image provider: set FAL_KEY, or image_gen.provider: openai with OPENAI_API_KEY".into(),
+            }),
         }
     }
     async fn call(&self, args: Value, ctx: &ToolContext) -> ToolResult {
@@ -243,7 +257,9 @@ impl Tool for ImageGenerateTool {
             .and_then(Value::as_str)
             .unwrap_or("square");
         let provider = self.settings.provider.ok_or_else(|| {
-            ToolError::new("no image provider: set FAL_KEY, or image_gen.provider: openai with OPENAI_API_KEY")
+            ToolError::new(
+                "no image provider: set FAL_KEY, or image_gen.provider: openai with OPENAI_API_KEY",
+            )
         })?;
         let work = async {
             match provider {
@@ -255,8 +271,12 @@ impl Tool for ImageGenerateTool {
             () = ctx.cancel.cancelled() => return Err(ToolError::new("interrupted")),
             r = work => r?,
         };
-        let path = save(&self.dir, "image", extension(&bytes), &bytes)
-            .map_err(|e| ToolError::new(format!("cannot save the image in {}: {e}", self.dir.display())))?;
+        let path = save(&self.dir, "image", extension(&bytes), &bytes).map_err(|e| {
+            ToolError::new(format!(
+                "cannot save the image in {}: {e}",
+                self.dir.display()
+            ))
+        })?;
         let provider = match provider {
             ImageProvider::OpenAi => "openai",
             ImageProvider::Fal => "fal",

@@ -17,7 +17,9 @@ use crate::api::{ApiClient, ApiError};
 /// The Whisper APIs' upload limit.
 pub const MAX_AUDIO_BYTES: u64 = 25 * 1024 * 1024;
 /// The formats the APIs accept.
-pub const FORMATS: &[&str] = &["mp3", "mp4", "mpeg", "mpga", "m4a", "wav", "webm", "ogg", "oga", "opus", "aac", "flac"];
+pub const FORMATS: &[&str] = &[
+    "mp3", "mp4", "mpeg", "mpga", "m4a", "wav", "webm", "ogg", "oga", "opus", "aac", "flac",
+];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SttProvider {
@@ -87,17 +89,28 @@ impl Transcriber {
             .map(str::to_ascii_lowercase)
             .unwrap_or_default();
         if !FORMATS.contains(&ext.as_str()) {
-            return Err(file_err(format!("unsupported audio format (one of {})", FORMATS.join(", "))));
+            return Err(file_err(format!(
+                "unsupported audio format (one of {})",
+                FORMATS.join(", ")
+            )));
         }
-        let meta = tokio::fs::metadata(path).await.map_err(|e| file_err(e.to_string()))?;
+        let meta = tokio::fs::metadata(path)
+            .await
+            .map_err(|e| file_err(e.to_string()))?;
         if meta.len() > MAX_AUDIO_BYTES {
-            return Err(file_err(format!("larger than the {MAX_AUDIO_BYTES}-byte upload limit")));
+            return Err(file_err(format!(
+                "larger than the {MAX_AUDIO_BYTES}-byte upload limit"
+            )));
         }
-        let audio = tokio::fs::read(path).await.map_err(|e| file_err(e.to_string()))?;
+        let audio = tokio::fs::read(path)
+            .await
+            .map_err(|e| file_err(e.to_string()))?;
         let (service, key, base, model) = match provider {
             SttProvider::Groq => (
                 "Groq",
-                self.env.var("GROQ_API_KEY").ok_or_else(|| ApiError::missing_key("Groq", "GROQ_API_KEY"))?,
+                self.env
+                    .var("GROQ_API_KEY")
+                    .ok_or_else(|| ApiError::missing_key("Groq", "GROQ_API_KEY"))?,
                 self.env
                     .var("GROQ_BASE_URL")
                     .unwrap_or_else(|| "https://api.groq.com/openai/v1".into()),
@@ -124,20 +137,31 @@ impl Transcriber {
             .and_then(|n| n.to_str())
             .unwrap_or("audio")
             .replace(['"', '\r', '\n'], "_");
-        let (boundary, body) = multipart(&[("model", model.as_bytes()), ("response_format", b"json")], ("file", &file_name, mime(&ext), &audio));
+        let (boundary, body) = multipart(
+            &[("model", model.as_bytes()), ("response_format", b"json")],
+            ("file", &file_name, mime(&ext), &audio),
+        );
         let request = self
             .api
             .http()?
-            .post(format!("{}/audio/transcriptions", base.trim_end_matches('/')))
+            .post(format!(
+                "{}/audio/transcriptions",
+                base.trim_end_matches('/')
+            ))
             .bearer_auth(key)
-            .header(reqwest::header::CONTENT_TYPE, format!("multipart/form-data; boundary={boundary}"))
+            .header(
+                reqwest::header::CONTENT_TYPE,
+                format!("multipart/form-data; boundary={boundary}"),
+            )
             .body(body);
         let answer = self.api.json(service, request).await?;
         answer
             .get("text")
             .and_then(Value::as_str)
             .map(|t| t.trim().to_string())
-            .ok_or_else(|| TranscribeError::Api(ApiError::format(service, "the answer holds no text")))
+            .ok_or_else(|| {
+                TranscribeError::Api(ApiError::format(service, "the answer holds no text"))
+            })
     }
 }
 
@@ -165,7 +189,10 @@ fn multipart(fields: &[Field<'_>], file: (&str, &str, &str, &[u8])) -> (String, 
     let boundary = format!("hermes-{nanos:x}");
     let mut body = Vec::with_capacity(file.3.len() + 512);
     for (name, value) in fields {
-        body.extend_from_slice(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n").as_bytes());
+        body.extend_from_slice(
+            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n")
+                .as_bytes(),
+        );
         body.extend_from_slice(value);
         body.extend_from_slice(b"\r\n");
     }
@@ -188,14 +215,24 @@ mod tests {
         std::fs::write(&path, yaml.unwrap_or("")).unwrap();
         let env = Environment::isolated(pairs.iter().copied());
         let config = Config::load(&path, &env).unwrap();
-        Transcriber::new(ApiClient::new(std::time::Duration::from_secs(5)), &config, &env)
+        Transcriber::new(
+            ApiClient::new(std::time::Duration::from_secs(5)),
+            &config,
+            &env,
+        )
     }
 
     #[test]
     fn provider_choice_follows_the_python_order() {
         assert_eq!(with(&[], None).provider(), Err(TranscribeError::NoProvider));
-        assert_eq!(with(&[("OPENAI_API_KEY", "k")], None).provider(), Ok(SttProvider::OpenAi));
-        assert_eq!(with(&[("OPENAI_API_KEY", "k"), ("GROQ_API_KEY", "g")], None).provider(), Ok(SttProvider::Groq));
+        assert_eq!(
+            with(&[("OPENAI_API_KEY", "k")], None).provider(),
+            Ok(SttProvider::OpenAi)
+        );
+        assert_eq!(
+            with(&[("OPENAI_API_KEY", "k"), ("GROQ_API_KEY", "g")], None).provider(),
+            Ok(SttProvider::Groq)
+        );
         assert_eq!(
             with(&[("GROQ_API_KEY", "g")], Some("stt:\n  provider: openai\n")).provider(),
             Ok(SttProvider::OpenAi)
@@ -204,10 +241,17 @@ mod tests {
 
     #[test]
     fn multipart_bodies_are_well_formed() {
-        let (b, body) = multipart(&[("model", b"whisper-1")], ("file", "a.ogg", "audio/ogg", b"OGG"));
+        let (b, body) = multipart(
+            &[("model", b"whisper-1")],
+            ("file", "a.ogg", "audio/ogg", b"OGG"),
+        );
         let text = String::from_utf8(body).unwrap();
-        assert!(text.starts_with(&format!("--{b}\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nwhisper-1\r\n")));
-        assert!(text.contains("name=\"file\"; filename=\"a.ogg\"\r\nContent-Type: audio/ogg\r\n\r\nOGG\r\n"));
+        assert!(text.starts_with(&format!(
+            "--{b}\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nwhisper-1\r\n"
+        )));
+        assert!(text.contains(
+            "name=\"file\"; filename=\"a.ogg\"\r\nContent-Type: audio/ogg\r\n\r\nOGG\r\n"
+        ));
         assert!(text.ends_with(&format!("--{b}--\r\n")));
     }
 }

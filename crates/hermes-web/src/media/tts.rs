@@ -97,7 +97,12 @@ pub fn espeak_installed(path: Option<&str>) -> bool {
 }
 
 impl TextToSpeechTool {
-    pub fn new(api: ApiClient, env: Environment, settings: TtsSettings, dir: PathBuf) -> TextToSpeechTool {
+    pub fn new(
+        api: ApiClient,
+        env: Environment,
+        settings: TtsSettings,
+        dir: PathBuf,
+    ) -> TextToSpeechTool {
         TextToSpeechTool {
             api,
             env,
@@ -149,9 +154,13 @@ impl TextToSpeechTool {
         let voice = s
             .get("elevenlabs", "voice_id")
             .unwrap_or_else(|| "pNInz6obpgDQGcFmaJgB".into());
-        let mut url = url::Url::parse(&format!("{}/v1/text-to-speech/{voice}", base.trim_end_matches('/')))
-            .map_err(|e| format!("ElevenLabs: bad base URL: {e}"))?;
-        url.query_pairs_mut().append_pair("output_format", "mp3_44100_128");
+        let mut url = url::Url::parse(&format!(
+            "{}/v1/text-to-speech/{voice}",
+            base.trim_end_matches('/')
+        ))
+        .map_err(|e| format!("ElevenLabs: bad base URL: {e}"))?;
+        url.query_pairs_mut()
+            .append_pair("output_format", "mp3_44100_128");
         let body = json!({
             "text": text,
             "model_id": s.get("elevenlabs", "model_id").unwrap_or_else(|| "eleven_multilingual_v2".into()),
@@ -179,7 +188,9 @@ impl TextToSpeechTool {
         let voice = s
             .get("edge", "voice")
             .unwrap_or_else(|| edge::DEFAULT_VOICE.to_string());
-        edge::synthesize(&base, &voice, text).await.map_err(|e| e.to_string())
+        edge::synthesize(&base, &voice, text)
+            .await
+            .map_err(|e| e.to_string())
     }
 
     /// espeak-ng writes a WAV file at `out`.
@@ -198,7 +209,9 @@ impl TextToSpeechTool {
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
             .kill_on_drop(true);
-        let child = cmd.spawn().map_err(|e| format!("cannot start {ESPEAK}: {e}"))?;
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {ESPEAK}: {e}"))?;
         let output = tokio::time::timeout(ESPEAK_TIMEOUT, child.wait_with_output())
             .await
             .map_err(|_| format!("{ESPEAK} took longer than {} s", ESPEAK_TIMEOUT.as_secs()))?
@@ -211,13 +224,19 @@ impl TextToSpeechTool {
     }
 
     /// The audio file, the provider that made it, and why another than the configured one did.
-    async fn speak(&self, provider: TtsProvider, text: &str, ctx: &ToolContext) -> Result<(PathBuf, TtsProvider, Option<String>), String> {
+    async fn speak(
+        &self,
+        provider: TtsProvider,
+        text: &str,
+        ctx: &ToolContext,
+    ) -> Result<(PathBuf, TtsProvider, Option<String>), String> {
         let mp3 = match provider {
             TtsProvider::Edge => match self.edge(text).await {
                 Ok(b) => b,
                 // Offline or blocked: a local voice is better than none.
                 Err(e) if espeak_installed(ctx.child_env.get("PATH")) => {
-                    let (path, used, _) = Box::pin(self.speak(TtsProvider::Espeak, text, ctx)).await?;
+                    let (path, used, _) =
+                        Box::pin(self.speak(TtsProvider::Espeak, text, ctx)).await?;
                     return Ok((path, used, Some(format!("{e}; spoken by {ESPEAK} instead"))));
                 }
                 Err(e) => return Err(e),
@@ -275,12 +294,16 @@ impl Tool for TextToSpeechTool {
             r = self.speak(provider, &text, ctx) => r.map_err(ToolError::new)?,
         };
         let shown = path.display().to_string();
-        let mut out = json!({"path": shown, "provider": used.name(), "media": format!("MEDIA:{shown}")});
+        let mut out =
+            json!({"path": shown, "provider": used.name(), "media": format!("MEDIA:{shown}")});
         if let Some(why) = fallback {
             out["fallback"] = json!(why);
         }
         if total > provider.max_chars() {
-            out["note"] = json!(format!("the text was cut to {} of {total} characters", provider.max_chars()));
+            out["note"] = json!(format!(
+                "the text was cut to {} of {total} characters",
+                provider.max_chars()
+            ));
         }
         Ok(out)
     }

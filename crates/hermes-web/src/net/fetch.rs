@@ -208,10 +208,7 @@ impl Fetcher {
     }
 
     /// A fetcher resolving names with `resolver` (tests inject a fixed table).
-    pub fn with_resolver(
-        policy: UrlPolicy,
-        resolver: Arc<dyn Resolver>,
-    ) -> Fetcher {
+    pub fn with_resolver(policy: UrlPolicy, resolver: Arc<dyn Resolver>) -> Fetcher {
         let guard = Arc::new(Guard {
             policy,
             resolver,

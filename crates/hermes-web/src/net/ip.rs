@@ -110,9 +110,10 @@ fn classify_v6(ip: Ipv6Addr) -> Option<Blocked> {
     }
     // Forms that carry an IPv4 address are judged by it: ::ffff:a.b.c.d (mapped),
     // ::a.b.c.d (compatible), 64:ff9b::a.b.c.d (NAT64), 2002:aabb:ccdd:: (6to4).
-    let embedded = if in_v6(ip, [0, 0, 0, 0, 0, 0xffff, 0, 0], 96) || in_v6(ip, [0; 8], 96) {
-        Some(embedded_v4(ip, 0))
-    } else if in_v6(ip, [0x64, 0xff9b, 0, 0, 0, 0, 0, 0], 96) {
+    let embedded = if in_v6(ip, [0, 0, 0, 0, 0, 0xffff, 0, 0], 96)
+        || in_v6(ip, [0; 8], 96)
+        || in_v6(ip, [0x64, 0xff9b, 0, 0, 0, 0, 0, 0], 96)
+    {
         Some(embedded_v4(ip, 0))
     } else if in_v6(ip, [0x2002, 0, 0, 0, 0, 0, 0, 0], 16) {
         Some(embedded_v4(ip, 80))

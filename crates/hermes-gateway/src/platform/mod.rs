@@ -1,0 +1,120 @@
+//! Chat platforms: everything below "an adapter hands the core an [`InboundEvent`], and the
+//! core asks an adapter to send, edit, delete, type or show buttons".
+//!
+//! - [`PlatformAdapter`] is the one trait every platform implements; [`types`] is the shared
+//!   vocabulary (chats, messages, attachments, buttons, capabilities, status).
+//! - [`settings`] reads the Python Hermes's configuration (`platforms.<name>`, the top-level
+//!   `<name>:` blocks, `TELEGRAM_BOT_TOKEN`, ...); [`build_adapters`] turns it into running
+//!   adapters.
+//! - [`markdown`] converts model markdown to each dialect; [`split`] cuts long answers at the
+//!   platform's limit with code blocks intact.
+//! - One module per platform: [`telegram`] (Bot API, long polling or webhook), [`discord`]
+//!   (gateway websocket + REST), [`slack`] (Socket Mode + Web API), [`webhook`] (inbound
+//!   HTTP routes with HMAC signatures).
+//!
+//! Adapters never take the process down: `run` reconnects with backoff until shutdown, and
+//! every failure is an error value or a status entry.
+
+pub mod backoff;
+mod build;
+pub mod discord;
+pub(crate) mod download;
+pub mod error;
+pub(crate) mod gate;
+pub(crate) mod http;
+pub mod markdown;
+pub mod settings;
+pub mod slack;
+pub mod split;
+pub mod status;
+pub mod telegram;
+pub mod types;
+pub mod webhook;
+pub(crate) mod ws;
+
+use std::path::{Path, PathBuf};
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+pub use build::{BuiltAdapters, build_adapters};
+pub use error::{PlatformConfigError, PlatformError};
+pub use settings::{PlatformSettings, PlatformsConfig};
+pub use types::*;
+
+/// One chat platform.
+///
+/// The core starts [`run`](PlatformAdapter::run) once on its own task, reads
+/// [`InboundEvent`]s from the channel, and calls the other methods from any task at any time
+/// (they are safe to call concurrently, also while `run` is reconnecting: a send made while
+/// the connection is down uses the platform's REST API, which needs no connection, or fails
+/// with a transient error).
+#[async_trait::async_trait]
+pub trait PlatformAdapter: Send + Sync {
+    /// `telegram`, `discord`, `slack`, `webhook`.
+    fn name(&self) -> &str;
+
+    fn capabilities(&self) -> &Capabilities;
+
+    /// Connects and receives until `shutdown`: reconnects with backoff after every failure
+    /// (never returns early, never panics), pushes each event into `inbound` (waiting when it
+    /// is full, which slows the platform down instead of dropping events). Returns once
+    /// `shutdown` is cancelled and the connection is closed.
+    async fn run(&self, inbound: mpsc::Sender<InboundEvent>, shutdown: CancellationToken);
+
+    /// Sends a message: `text` converted to the platform's dialect and split at its limit
+    /// (buttons under the last part), then `files`.
+    async fn send(
+        &self,
+        chat: &ChatRef,
+        message: &OutboundMessage,
+    ) -> Result<SentMessage, PlatformError>;
+
+    /// Replaces the text of message `id` (converted to the dialect; cut to the limit: the
+    /// core splits long streams itself with [`split::render_parts`]). Buttons the message
+    /// had are removed.
+    async fn edit(&self, chat: &ChatRef, id: &str, text: &str) -> Result<(), PlatformError>;
+
+    async fn delete(&self, chat: &ChatRef, id: &str) -> Result<(), PlatformError>;
+
+    /// Shows "typing…" once (it fades after [`Capabilities::typing_interval`]).
+    async fn typing(&self, chat: &ChatRef) -> Result<(), PlatformError>;
+
+    /// Saves an attachment's bytes under `dir` (created when missing) and returns the path;
+    /// files over `max_bytes` (0: no cap) are refused before or while downloading.
+    async fn download(
+        &self,
+        attachment: &Attachment,
+        dir: &Path,
+        max_bytes: u64,
+    ) -> Result<PathBuf, PlatformError>;
+
+    fn status(&self) -> AdapterStatus;
+}
+
+/// Text for an edit: converted, then cut to the limit with the first part kept (an edit
+/// replaces one message, which cannot become several).
+pub(crate) fn edit_text(text: &str, caps: &Capabilities) -> Option<String> {
+    split::render_parts(
+        text,
+        caps.markdown,
+        caps.max_message_len,
+        caps.length_unit,
+        false,
+    )
+    .into_iter()
+    .next()
+}
+
+/// Sends `event` into the core's channel, giving up when shutdown comes first or the core is
+/// gone. Returns whether it was delivered.
+pub(crate) async fn deliver(
+    inbound: &mpsc::Sender<InboundEvent>,
+    event: InboundEvent,
+    shutdown: &CancellationToken,
+) -> bool {
+    tokio::select! {
+        _ = shutdown.cancelled() => false,
+        sent = inbound.send(event) => sent.is_ok(),
+    }
+}

@@ -1,0 +1,174 @@
+//! The conversation tools of `hermes mcp serve`, read from the home's `sessions.db`: each
+//! stored session is a conversation whose `session_key` is its id (an id prefix or a title
+//! finds it too). The database is opened per call, read-only in effect, on a blocking
+//! thread; a home without one has no conversations.
+
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+use hermes_protocol::Role;
+use hermes_store::{SessionRecord, Store, StoreError, StoredMessage};
+use regex::Regex;
+use serde_json::{Value, json};
+
+/// Conversations as the Python Hermes lists them (newest first).
+pub fn conversations(
+    db: &Path,
+    platform: Option<&str>,
+    search: Option<&str>,
+    limit: usize,
+) -> Result<Value, String> {
+    let Some(store) = open(db)? else {
+        return Ok(json!({"count": 0, "conversations": []}));
+    };
+    // Read more than `limit` when filtering, so the filter has enough to choose from.
+    let rows = store
+        .list_sessions(if search.is_some() { 10_000 } else { limit }, None)
+        .map_err(|e| e.to_string())?;
+    let wanted = |s: &SessionRecord, preview: &str| {
+        platform.is_none_or(|p| s.source.eq_ignore_ascii_case(p))
+            && search.is_none_or(|q| {
+                let q = q.to_lowercase();
+                [
+                    s.title.as_deref().unwrap_or_default(),
+                    preview,
+                    s.id.as_str(),
+                ]
+                .iter()
+                .any(|t| t.to_lowercase().contains(&q))
+            })
+    };
+    let list: Vec<Value> = rows
+        .iter()
+        .filter(|r| wanted(&r.session, &r.preview))
+        .take(limit)
+        .map(|r| {
+            let s = &r.session;
+            json!({
+                "session_key": s.id,
+                "session_id": s.id,
+                "platform": s.source,
+                "chat_type": "",
+                "display_name": display_name(s, &r.preview),
+                "chat_name": s.title.clone().unwrap_or_default(),
+                "user_name": "",
+                "updated_at": hermes_store::time::format_iso(s.updated_at),
+            })
+        })
+        .collect();
+    Ok(json!({"count": list.len(), "conversations": list}))
+}
+
+fn display_name(s: &SessionRecord, preview: &str) -> String {
+    match &s.title {
+        Some(t) if !t.is_empty() => t.clone(),
+        _ => preview.chars().take(60).collect(),
+    }
+}
+
+/// One conversation's details.
+pub fn conversation(db: &Path, key: &str) -> Result<Value, String> {
+    let (store, s) = find(db, key)?;
+    let preview = store
+        .messages(&s.id)
+        .ok()
+        .and_then(|m| {
+            m.into_iter()
+                .find(|m| m.message.role == Role::User)
+                .map(|m| m.message.content)
+        })
+        .unwrap_or_default();
+    Ok(json!({
+        "session_key": s.id,
+        "session_id": s.id,
+        "platform": s.source,
+        "chat_type": "",
+        "display_name": display_name(&s, &preview),
+        "user_name": "",
+        "chat_name": s.title.clone().unwrap_or_default(),
+        "chat_id": "",
+        "thread_id": null,
+        "title": s.title,
+        "model": s.model,
+        "message_count": s.message_count,
+        "updated_at": hermes_store::time::format_iso(s.updated_at),
+        "created_at": hermes_store::time::format_iso(s.started_at),
+        "input_tokens": s.input_tokens,
+        "output_tokens": s.output_tokens,
+        "total_tokens": s.input_tokens.saturating_add(s.output_tokens),
+    }))
+}
+
+/// The latest `limit` user and assistant messages with text, oldest first.
+pub fn messages(db: &Path, key: &str, limit: usize) -> Result<Value, String> {
+    let (store, s) = find(db, key)?;
+    let all = store.messages(&s.id).map_err(|e| e.to_string())?;
+    let chat: Vec<&StoredMessage> = all
+        .iter()
+        .filter(|m| matches!(m.message.role, Role::User | Role::Assistant))
+        .filter(|m| !m.message.content.trim().is_empty())
+        .collect();
+    let start = chat.len().saturating_sub(limit);
+    let list: Vec<Value> = chat[start..]
+        .iter()
+        .map(|m| {
+            json!({
+                "id": m.id.to_string(),
+                "role": m.message.role.as_str(),
+                "content": m.message.content.chars().take(2000).collect::<String>(),
+                "timestamp": m.timestamp,
+            })
+        })
+        .collect();
+    Ok(json!({
+        "session_key": s.id,
+        "count": list.len(),
+        "total_in_session": chat.len(),
+        "messages": list,
+    }))
+}
+
+static MEDIA: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"MEDIA:\s*(\S+)").ok());
+
+/// The attachments of one message: `MEDIA:` references in its text.
+pub fn attachments(db: &Path, key: &str, message_id: &str) -> Result<Value, String> {
+    let (store, s) = find(db, key)?;
+    let all = store.messages(&s.id).map_err(|e| e.to_string())?;
+    let Some(m) = all.iter().find(|m| m.id.to_string() == message_id) else {
+        return Err(format!("Message not found: {message_id}"));
+    };
+    let list: Vec<Value> = MEDIA
+        .as_ref()
+        .map(|re| {
+            re.captures_iter(&m.message.content)
+                .filter_map(|c| c.get(1))
+                .map(|p| json!({"type": "media", "path": p.as_str()}))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(json!({"message_id": message_id, "count": list.len(), "attachments": list}))
+}
+
+fn open(db: &Path) -> Result<Option<Store>, String> {
+    if !db.exists() {
+        return Ok(None);
+    }
+    Store::open(db)
+        .map(Some)
+        .map_err(|e| format!("Session database unavailable: {e}"))
+}
+
+fn find(db: &Path, key: &str) -> Result<(Store, SessionRecord), String> {
+    let not_found = || format!("Conversation not found: {key}");
+    let store = open(db)?.ok_or_else(not_found)?;
+    match store.resolve_session(key) {
+        Ok(s) => Ok((store, s)),
+        Err(StoreError::SessionNotFound(_)) => Err(not_found()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The database file of a home.
+pub fn db_path(home: &Path) -> PathBuf {
+    home.join(hermes_store::DB_FILE_NAME)
+}

@@ -1,0 +1,30 @@
+//! The Hermes runtime: what sits between the agent core and every frontend (the command line,
+//! the gateway and its chat platforms, the API server, cron). A [`Runtime`] is built once per
+//! home and process and shares what sessions have in common (configuration, providers, one set
+//! of MCP servers, skills, memory, the tool catalogue); a [`Session`] is built from a
+//! [`SessionSpec`] and owns one conversation's lifecycle: record, run, end. Sessions keep their
+//! own state (working directory, approvals, background processes, stored session) in their tool
+//! context, never in process-wide state, so one process hosts many of them at once for days.
+
+mod error;
+mod recorder;
+mod resume;
+mod runtime;
+mod session;
+mod spec;
+mod unattended;
+
+pub mod cron;
+pub mod cronjob;
+pub mod judge;
+pub mod providers;
+pub mod tools;
+pub mod trajectory;
+
+pub use error::SessionError;
+pub use recorder::{Recorder, Tee};
+pub use resume::Resumed;
+pub use runtime::{Prepared, Runtime, catalogue};
+pub use session::{Compression, Session, TurnReport};
+pub use spec::{Platform, Resume, SessionSpec};
+pub use unattended::Unattended;

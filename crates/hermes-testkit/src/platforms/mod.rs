@@ -1,0 +1,22 @@
+//! Doubles of the chat platforms the gateway talks to, each on 127.0.0.1 and faithful to the
+//! platform's documented API: request capture, scripted users talking to the bot, and fault
+//! injection. The gateway's adapter tests and the binary's end-to-end tests point the
+//! adapters' base URLs at them.
+//!
+//! - [`telegram::TelegramMock`]: the Bot API (long polling with offsets, webhook mode,
+//!   messages, buttons, files, MarkdownV2 validation, 429 `retry_after`).
+//! - [`discord::DiscordMock`]: REST v10 with rate-limit headers and the gateway websocket
+//!   (HELLO, IDENTIFY, heartbeats, DISPATCH with sequence numbers, RESUME replays, faults).
+//! - [`slack::SlackMock`]: the Web API and Socket Mode (tickets, hello, envelopes that must
+//!   be acknowledged and are redelivered when not, disconnect refreshes).
+//! - [`webhook`]: signing helpers for the tests of our inbound webhook server, and a
+//!   receiver for its callbacks.
+
+pub mod discord;
+mod server;
+pub mod slack;
+pub mod telegram;
+pub mod telegram_markdown;
+pub mod webhook;
+
+pub use server::{MockRequest, MockResponse};
