@@ -89,7 +89,7 @@ fn a_healthy_home_passes_every_check() {
 ✓ config       $HOME/config.yaml parses; its known sections are valid
 ✓ provider     custom · mock-model (chosen by config.yaml model.provider), key from config.yaml model.api_key
 ✓ endpoint     http://127.0.0.1:PORT/v1/models answers (1 model)
-✓ tools        hermes-cli: 14 tools
+✓ tools        hermes-cli: 15 tools
 ✓ sessions     sessions.db: 1 session, quick_check ok
 ✓ memory       MEMORY.md: 52/2,200 chars, 2 entries
 ✓ memory       USER.md: empty
@@ -135,7 +135,7 @@ fn status_reports_the_setup_on_one_screen() {
   endpoint     http://127.0.0.1:PORT/v1 · chat completions
   key          from config.yaml model.api_key (sk-…-key)
   fallbacks    openrouter · openai/gpt-5.1
-  tools        hermes-cli · 14 tools
+  tools        hermes-cli · 15 tools
   memory       MEMORY.md 0/2,200 chars · USER.md 9/1,375 chars
   sessions     1 session in sessions.db, last active ";
     assert!(text.starts_with(expected_start), "{text}");

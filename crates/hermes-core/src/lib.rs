@@ -5,6 +5,7 @@
 //! Frontends watch it through an [`EventSink`].
 
 mod agent;
+pub mod code_exec;
 pub mod compress;
 pub mod delegation;
 mod events;

@@ -100,7 +100,8 @@ impl Runtime {
         env: Environment,
     ) -> Result<Runtime, SessionError> {
         let memory_settings = MemorySettings::from_config(&config)?;
-        let shared = SharedTools::new(&home, &memory_settings);
+        let web = hermes_web::WebTools::new(&config, &env, &home);
+        let shared = SharedTools::new(&home, &memory_settings, web);
         Ok(Runtime {
             inner: Arc::new(Inner {
                 home,

@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use hermes_config::{Config, HermesHome};
-use hermes_core::delegation;
 use hermes_core::memory::{MemorySettings, MemoryStore, MemoryTool};
 use hermes_core::session_search::SessionSearchTool;
 use hermes_core::skills::{self, Library, SkillSettings};
+use hermes_core::{code_exec, delegation};
 use hermes_llm::reasoning::{ReasoningEffort, ReasoningSettings};
 use hermes_tools::{Registry, Tool};
 use serde_json::Value;
@@ -146,13 +146,14 @@ pub fn reasoning_settings(
 
 /// Every tool this build has for a home (as `hermes tools` lists them and `hermes prompt-size`
 /// measures them): the built-in ones, `session_search`, the skills tools, `cronjob`,
-/// `delegate_task` (schema only until a session installs it) and, when memory is on, the memory
-/// tool.
+/// `delegate_task` and `execute_code` (schema only until a session installs them), the web
+/// tools (`web_search`, `web_extract`, `image_generate`, `text_to_speech` and, with the
+/// `browser` feature, the `browser_*` tools) and, when memory is on, the memory tool.
 pub fn every_tool(
     home: &HermesHome,
     memory_settings: &MemorySettings,
 ) -> (Registry, Option<Arc<MemoryStore>>) {
-    let shared = SharedTools::new(home, memory_settings);
+    let shared = SharedTools::new(home, memory_settings, hermes_web::WebTools::for_home(home));
     let skills = Arc::new(Library::for_home(home, SkillSettings::default()));
     (shared.registry(skills), shared.memory)
 }
@@ -164,12 +165,18 @@ pub(crate) struct SharedTools {
     cronjob: Arc<dyn Tool>,
     memory_tool: Option<Arc<dyn Tool>>,
     pub(crate) memory: Option<Arc<MemoryStore>>,
+    /// The web tools: shared ones built once, a browser of its own for each session.
+    web: hermes_web::WebTools,
     /// Tools a frontend adds for all its sessions (the gateway's `send_message`).
     extra: std::sync::Mutex<Vec<Arc<dyn Tool>>>,
 }
 
 impl SharedTools {
-    pub(crate) fn new(home: &HermesHome, memory_settings: &MemorySettings) -> SharedTools {
+    pub(crate) fn new(
+        home: &HermesHome,
+        memory_settings: &MemorySettings,
+        web: hermes_web::WebTools,
+    ) -> SharedTools {
         let memory = memory_settings.enabled().then(|| {
             Arc::new(MemoryStore::new(
                 home.join("memories"),
@@ -185,6 +192,7 @@ impl SharedTools {
                 .as_ref()
                 .map(|store| Arc::new(MemoryTool::new(store.clone())) as Arc<dyn Tool>),
             memory,
+            web,
             extra: std::sync::Mutex::new(Vec::new()),
         }
     }
@@ -208,6 +216,10 @@ impl SharedTools {
         registry.register(self.cronjob.clone());
         // Schema only: a session installs the working tool once its providers exist.
         registry.register(Arc::new(delegation::DelegateTaskTool::schema_only()));
+        registry.register(Arc::new(code_exec::ExecuteCodeTool::schema_only()));
+        for tool in self.web.session_tools() {
+            registry.register(tool);
+        }
         if let Some(tool) = &self.memory_tool {
             registry.register(tool.clone());
         }

@@ -73,6 +73,7 @@ pub async fn doctor(common: &CommonArgs, args: &DoctorArgs) -> Result<ExitCode, 
             spec.as_ref().ok(),
             config_problem.as_deref(),
         ));
+        checks.extend(browser_check(&loaded));
     } else {
         // The defaults standing in would be checked instead of what the user wrote.
         checks.push(Check::warn(
@@ -655,6 +656,56 @@ fn tools_check(
             "adjust `toolsets` in config.yaml (`hermes tools` lists them)",
         ),
     }
+}
+
+/// Without the `browser` feature there are no browser tools to check.
+#[cfg(not(feature = "browser"))]
+fn browser_check(_loaded: &Loaded) -> Option<Check> {
+    None
+}
+
+/// When the run's toolsets include the browser tools: a Chromium to drive (found on PATH, by
+/// `CHROME_PATH` / `browser.executable`, or `browser.cdp_url` to attach to), else how to get one.
+#[cfg(feature = "browser")]
+fn browser_check(loaded: &Loaded) -> Option<Check> {
+    let requested = loaded
+        .common
+        .toolsets
+        .as_deref()
+        .map(hermes_runtime::tools::parse_toolsets);
+    let (toolsets, _) = hermes_runtime::tools::configured_toolsets(
+        requested.as_deref(),
+        &hermes_runtime::Platform::Cli,
+        &loaded.config,
+    );
+    let memory = hermes_core::memory::MemorySettings::from_config(&loaded.config).ok()?;
+    let (every, _) = hermes_runtime::tools::every_tool(&loaded.home, &memory);
+    let (selected, _) = every.select(&toolsets).ok()?;
+    let wanted = selected
+        .names()
+        .iter()
+        .any(|n| selected.get(n).is_some_and(|t| t.toolset() == "browser"));
+    if !wanted {
+        return None;
+    }
+    let settings = hermes_web::browser::BrowserSettings::from_config(&loaded.config, &loaded.env);
+    Some(match settings.launch() {
+        Some(hermes_web::browser::Launch::Executable(path)) => Check::ok(
+            "browser",
+            format!(
+                "Chromium at {} (headless, started on first use)",
+                path.display()
+            ),
+        ),
+        Some(hermes_web::browser::Launch::Attach(url)) => {
+            Check::ok("browser", format!("attaches to the browser at {url}"))
+        }
+        None => Check::warn(
+            "browser",
+            "no Chromium found: the browser_* tools are hidden from the model",
+            "install Chromium (Debian/Ubuntu: sudo apt-get install chromium; Fedora: sudo dnf install chromium; macOS: brew install --cask chromium), or set browser.cdp_url in config.yaml to a running Chrome started with --remote-debugging-port",
+        ),
+    })
 }
 
 /// sessions.db opens (read-only) and passes `PRAGMA quick_check`.

@@ -37,8 +37,10 @@ pub struct Shared {
     pub attachments: PathBuf,
 }
 
-/// What reaches a chat's worker.
+/// What reaches a chat's worker. (Nearly every input is a message: boxing it would cost an
+/// allocation per message to save stack space on the rare button press.)
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 pub enum ChatInput {
     Message(Box<InboundMessage>),
     /// A press of one of the gateway's buttons.
