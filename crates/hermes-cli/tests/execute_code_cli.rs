@@ -111,7 +111,7 @@ print("a.py now:", read_file("a.py")["content"].splitlines()[0])
     assert_eq!(result["exit_code"], 0);
     assert_eq!(result["tool_calls_made"], 4);
     assert_eq!(
-        result["output"], "patched a.py, b.py\na.py now:      1|new_name = 1\n",
+        result["output"], "patched a.py, b.py\na.py now: 1|new_name = 1\n",
         "{result}"
     );
 }
@@ -189,7 +189,7 @@ fn a_hardline_command_through_terminal_is_refused() {
     let script = r#"
 from hermes_tools import terminal
 r = terminal("rm -rf /")
-print("exit_code" in r, r.get("error", "")[:40])
+print("exit_code" in r, r.get("error", "")[:55])
 ok = terminal("echo fine")
 print(ok["output"], ok["exit_code"])
 "#;
@@ -202,7 +202,7 @@ print(ok["output"], ok["exit_code"])
     assert_eq!(result["status"], "success", "{result}");
     assert_eq!(result["tool_calls_made"], 2);
     assert_eq!(
-        result["output"], "False BLOCKED (hardline): recursive deletion\nfine 0\n",
+        result["output"], "False BLOCKED (hardline): recursive delete of root filesystem\nfine 0\n",
         "{result}"
     );
 }

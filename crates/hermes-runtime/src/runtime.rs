@@ -207,7 +207,7 @@ impl Runtime {
     }
 
     /// Selects a session's tools (the configured toolsets, the MCP servers they name, minus
-    /// what its platform may not have) and assembles its system prompt, with the skills index
+    /// what its platform may not have; `execute_code` working) and assembles its system prompt, with the skills index
     /// and the memory snapshot of now, fixed for the session.
     pub fn prepare(
         &self,
@@ -216,6 +216,10 @@ impl Runtime {
         (model, provider): (&str, &str),
     ) -> Result<Prepared, SessionError> {
         let (tools, skills) = self.select_tools(spec)?;
+        // The working `execute_code` is put in here, not later, so that what
+        // `hermes prompt-size` counts is the schema a session sends.
+        let tools =
+            hermes_core::code_exec::install(&tools, self.config().section("code_execution")?);
         let system_prompt = self.system_prompt(spec, cwd, &tools, &skills, (model, provider))?;
         Ok(Prepared {
             tools,

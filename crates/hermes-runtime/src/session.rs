@@ -141,7 +141,6 @@ impl Session {
             runtime.warn(w);
         }
         let tools = with_delegation(prepared.tools, runtime, &providers, &options)?;
-        let tools = hermes_core::code_exec::install(&tools, config.section("code_execution")?);
         let agent = build_agent(
             runtime,
             &providers,
@@ -397,8 +396,6 @@ impl Session {
         let providers = runtime.providers(&self.spec.model)?;
         let (options, _) = agent_options(runtime.config(), &self.spec, &providers.spec)?;
         let tools = with_delegation(prepared.tools, &runtime, &providers, &options)?;
-        let tools =
-            hermes_core::code_exec::install(&tools, runtime.config().section("code_execution")?);
         let agent = build_agent(
             &runtime,
             &providers,

@@ -7,6 +7,7 @@
 //! tool's answer. Closing (or dropping) the session ends the tasks and the browser it launched.
 
 use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -82,6 +83,24 @@ fn cdp(e: impl std::fmt::Display) -> BrowserError {
     BrowserError::Protocol(e.to_string())
 }
 
+/// Chromium resolves names itself: the names the fetcher answers from a fixed table are
+/// mapped the same way, so the browser reaches the address the gate checked.
+fn host_resolver_rules(fetcher: &Fetcher) -> String {
+    fetcher
+        .fixed_names()
+        .into_iter()
+        .filter(|(host, _)| {
+            host.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
+        })
+        .map(|(host, ip)| match ip {
+            IpAddr::V6(v6) => format!("MAP {host} [{v6}]"),
+            IpAddr::V4(v4) => format!("MAP {host} {v4}"),
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 fn running_as_root() -> bool {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
@@ -107,16 +126,21 @@ impl Session {
                     .launch_timeout(Duration::from_secs(30))
                     .request_timeout(NAVIGATION_TIMEOUT)
                     .window_size(1280, 900)
+                    // chromiumoxide adds the leading `--` itself.
                     .args([
-                        "--disable-gpu",
-                        "--disable-dev-shm-usage",
-                        "--no-first-run",
-                        "--no-default-browser-check",
-                        "--disable-background-networking",
-                        "--disable-component-update",
-                        "--disable-sync",
-                        "--disable-quic",
+                        "disable-gpu",
+                        "disable-dev-shm-usage",
+                        "no-first-run",
+                        "no-default-browser-check",
+                        "disable-background-networking",
+                        "disable-component-update",
+                        "disable-sync",
+                        "disable-quic",
                     ]);
+                let rules = host_resolver_rules(&fetcher);
+                if !rules.is_empty() {
+                    config = config.arg(("host-resolver-rules", rules.as_str()));
+                }
                 if running_as_root() {
                     // Chromium refuses to run as root with its sandbox.
                     config = config.no_sandbox();
@@ -614,5 +638,25 @@ async fn record_console(
             }
             else => break,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::{StaticResolver, UrlPolicy};
+
+    #[test]
+    fn a_launched_browser_maps_the_names_the_fetcher_resolves_from_its_table() {
+        let resolver = StaticResolver::new()
+            .with("harbour.example.com", &["127.0.0.1".parse().unwrap()])
+            .with("v6.example.com", &["::1".parse().unwrap()])
+            .with("bad name,MAP x", &["10.0.0.1".parse().unwrap()]);
+        let fetcher = Fetcher::with_resolver(UrlPolicy::strict(), Arc::new(resolver));
+        assert_eq!(
+            host_resolver_rules(&fetcher),
+            "MAP harbour.example.com 127.0.0.1,MAP v6.example.com [::1]"
+        );
+        assert_eq!(host_resolver_rules(&Fetcher::new(UrlPolicy::strict())), "");
     }
 }

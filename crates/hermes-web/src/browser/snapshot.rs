@@ -95,7 +95,7 @@ fn parse(node: &Value) -> Option<(&str, Node<'_>)> {
         .and_then(Value::as_array)
         .map(|ps| {
             ps.iter()
-                .filter_map(|p| Some((p.get("name")?.as_str()?, ax_value(Some(p))?)))
+                .filter_map(|p| Some((p.get("name")?.as_str()?, ax_value(p.get("value"))?)))
                 .collect()
         })
         .unwrap_or_default();

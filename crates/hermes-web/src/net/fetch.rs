@@ -221,6 +221,12 @@ impl Fetcher {
         }
     }
 
+    /// The names the fetcher's resolver answers from a fixed table (see
+    /// [`Resolver::fixed_names`]).
+    pub fn fixed_names(&self) -> Vec<(String, IpAddr)> {
+        self.guard.resolver.fixed_names()
+    }
+
     fn http(&self) -> Result<&reqwest::Client, FetchError> {
         self.client
             .get_or_init(|| {
