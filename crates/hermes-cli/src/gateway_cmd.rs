@@ -65,13 +65,18 @@ pub async fn run(common: &CommonArgs, args: &GatewayArgs) -> Result<ExitCode, Cl
         Some("stop") => {
             let home = home()?;
             if gateway_service::Service::of(&home).is_ok_and(|s| s.installed()) {
-                return gateway_service::control(&home, "stop");
+                return gateway_service::control(&home, gateway_service::Action::Stop);
             }
             return stop(&merged).await;
         }
         Some("install") => return gateway_service::install(&home()?),
         Some("uninstall") => return gateway_service::uninstall(&home()?),
-        Some(action @ ("start" | "restart")) => return gateway_service::control(&home()?, action),
+        Some("start") => {
+            return gateway_service::control(&home()?, gateway_service::Action::Start);
+        }
+        Some("restart") => {
+            return gateway_service::control(&home()?, gateway_service::Action::Restart);
+        }
         _ => {}
     }
     let common = CommonArgs {

@@ -25,18 +25,24 @@ pub async fn run(args: &CommonArgs, prompt: &str, style: Style) -> Result<ExitCo
     let (_runtime, mut session) = crate::session::open(args, Arc::new(Unattended))?;
     let cancel = CancellationToken::new();
     spawn_interrupt_handler(cancel.clone());
-    let (report, streamed) = match style {
+    let ((report, unreadable), streamed) = match style {
         Style::AnswerOnly => {
             let sink = ProgressRenderer::new();
-            (session.turn(prompt, &sink, cancel).await, false)
+            (
+                session.turn_with_references(prompt, &sink, cancel).await,
+                false,
+            )
         }
         Style::Streamed => {
             let sink = StreamRenderer::new();
-            let r = session.turn(prompt, &sink, cancel).await;
+            let r = session.turn_with_references(prompt, &sink, cancel).await;
             sink.finish_turn();
             (r, true)
         }
     };
+    for e in unreadable {
+        eprintln!("hermes: {e}; sent without it");
+    }
     // The stored session ends and background processes die with it, whatever the outcome.
     session.close().await;
     if args.usage && !report.is_interrupted() {

@@ -541,3 +541,89 @@ fn approve_typed_in_the_chat_answers_the_prompt() {
     assert_eq!(rig.model.chat_request_count(), 2);
     rig.stop();
 }
+
+/// A 1x1 PNG.
+const PNG: &[u8] = &[
+    0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1F, 0x15, 0xC4,
+    0x89, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9C, 0x63, 0x00, 0x01, 0x00, 0x00,
+    0x05, 0x00, 0x01, 0x0D, 0x0A, 0x2D, 0xB4, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4E, 0x44, 0xAE,
+    0x42, 0x60, 0x82,
+];
+
+#[test]
+fn a_photo_reaches_the_model_as_an_image_and_a_voice_message_as_its_transcript() {
+    use base64::Engine;
+    let script = Script::new(vec![
+        Turn::text("A tiny transparent square."),
+        Turn::text("Table for two at eight, noted."),
+    ])
+    .with_route(
+        "/v1/audio/transcriptions",
+        vec![hermes_testkit::Canned::json(
+            200,
+            &json!({"text": " book a table for two at eight "}),
+        )],
+    );
+    let mut rig = Rig::with_ann(script, "");
+    // Transcription goes to the scripted server too (Groq's API shape).
+    rig.stop();
+    rig.home.write_file(
+        ".env",
+        &format!(
+            "TELEGRAM_BOT_TOKEN={TOKEN}\nTELEGRAM_ALLOWED_USERS={ANN}\nGROQ_API_KEY=gsk-test\nGROQ_BASE_URL={}\n",
+            rig.model.base_url()
+        ),
+    );
+    let mut gateway = common::gateway::Gateway::start(&rig.home, &[]);
+    assert_eq!(gateway.next_line(), "telegram started");
+    rig.gateway = Some(gateway);
+
+    rig.telegram.add_file("ph-1", "photos/file_7.png", PNG.to_vec());
+    rig.telegram.media_dm(
+        ANN,
+        "Ann",
+        "what is this?",
+        json!({"photo": [{"file_id": "ph-1", "file_unique_id": "u1", "width": 1, "height": 1, "file_size": PNG.len()}]}),
+    );
+    rig.wait_text(ANN, "A tiny transparent square.");
+    let request = rig.model.last_chat_request().unwrap();
+    let user = request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .unwrap()
+        .clone();
+    let parts = user["content"].as_array().unwrap();
+    assert_eq!(parts.len(), 2, "{user}");
+    let text = parts[0]["text"].as_str().unwrap();
+    assert!(text.starts_with("[The user sent an image, saved at "), "{text}");
+    assert!(text.ends_with("]\n\nwhat is this?"), "{text}");
+    assert_eq!(
+        parts[1]["image_url"]["url"],
+        format!(
+            "data:image/png;base64,{}",
+            base64::engine::general_purpose::STANDARD.encode(PNG)
+        )
+    );
+
+    rig.telegram.add_file("vo-1", "voice/file_8.oga", b"OggS fake opus".to_vec());
+    rig.telegram.media_dm(
+        ANN,
+        "Ann",
+        "",
+        json!({"voice": {"file_id": "vo-1", "file_unique_id": "u2", "duration": 2, "mime_type": "audio/ogg"}}),
+    );
+    rig.wait_text(ANN, "Table for two at eight, noted.");
+    let request = rig.model.last_chat_request().unwrap();
+    assert_eq!(
+        last_user_text(&request),
+        "\"book a table for two at eight\""
+    );
+    let stt = rig.model.requests_to("/v1/audio/transcriptions");
+    assert_eq!(stt.len(), 1);
+    assert_eq!(stt[0].header("authorization"), Some("Bearer gsk-test"));
+    rig.stop();
+}

@@ -264,6 +264,20 @@ impl Agent {
         cancel: CancellationToken,
         budget: &Arc<IterationBudget>,
     ) -> TurnResult {
+        self.run_turn_with_images(user_message, Vec::new(), history, sink, cancel, budget)
+            .await
+    }
+
+    /// [`Agent::run_turn_with_budget`] with images given to the model beside the user's text.
+    pub async fn run_turn_with_images(
+        &self,
+        user_message: &str,
+        images: Vec<hermes_protocol::Image>,
+        mut history: Vec<Message>,
+        sink: &dyn EventSink,
+        cancel: CancellationToken,
+        budget: &Arc<IterationBudget>,
+    ) -> TurnResult {
         history::close_dangling_tool_calls(&mut history);
         let mut turn = TurnResult {
             messages: history,
@@ -271,7 +285,7 @@ impl Agent {
         };
         let provider = self.memory_provider.as_deref();
         let user_content = memory_provider::with_recall(provider, user_message, sink).await;
-        append(&mut turn, sink, Message::user(user_content));
+        append(&mut turn, sink, Message::user_with_images(user_content, images));
         let ctx = self.tool_ctx.for_turn(cancel.clone(), Some(budget.clone()));
         let call = ModelCall {
             targets: &self.targets,

@@ -11,6 +11,7 @@ pub mod delegation;
 mod events;
 mod executor;
 mod history;
+pub mod images;
 pub mod injection;
 pub mod loop_guard;
 pub mod memory;
@@ -20,6 +21,7 @@ pub mod record;
 pub mod repair;
 pub mod session_search;
 pub mod skills;
+pub mod vision;
 
 pub use agent::{Agent, AgentOptions, ChatError};
 pub use events::{EventSink, NoEvents};

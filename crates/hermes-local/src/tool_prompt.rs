@@ -71,6 +71,15 @@ pub fn plain_conversation(
     for message in messages {
         let (role, content) = match message.role {
             Role::System => ("system", message.content.clone()),
+            // The embedded model reads no images: it is told they were there.
+            Role::User if !message.images.is_empty() => (
+                "user",
+                format!(
+                    "{}\n[{} image(s) attached; this model cannot see images]",
+                    message.content,
+                    message.images.len()
+                ),
+            ),
             Role::User => ("user", message.content.clone()),
             Role::Assistant => {
                 let mut parts: Vec<String> = Vec::new();

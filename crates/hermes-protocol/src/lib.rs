@@ -11,6 +11,6 @@ pub mod time;
 mod usage;
 
 pub use event::{AgentEvent, FinishReason, StreamEvent, TurnResult};
-pub use message::{Message, Role, ToolCall, ToolSchema};
+pub use message::{Image, Message, Role, ToolCall, ToolSchema};
 pub use outcome::{ErrorClass, TurnEnd, TurnFailure};
 pub use usage::Usage;

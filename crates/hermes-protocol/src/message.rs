@@ -33,6 +33,52 @@ pub struct ToolCall {
     pub arguments: String,
 }
 
+/// An image given to the model with a user message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Image {
+    /// An image the provider fetches itself (`https:` URL).
+    Url { url: String },
+    /// The image's bytes, base64-encoded, with their media type (`image/png`, ...).
+    Data { media_type: String, data: String },
+}
+
+impl Image {
+    /// The `data:` URL of inline bytes, or the URL itself: the form OpenAI-style wires take.
+    pub fn as_url(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Image::Url { url } => std::borrow::Cow::Borrowed(url),
+            Image::Data { media_type, data } => {
+                std::borrow::Cow::Owned(format!("data:{media_type};base64,{data}"))
+            }
+        }
+    }
+
+    /// Parses a `data:<type>;base64,<data>` URL; any other URL is kept as a URL.
+    pub fn from_url(url: &str) -> Image {
+        if let Some(rest) = url.strip_prefix("data:")
+            && let Some((meta, data)) = rest.split_once(',')
+            && let Some(media_type) = meta.strip_suffix(";base64")
+        {
+            return Image::Data {
+                media_type: media_type.to_string(),
+                data: data.to_string(),
+            };
+        }
+        Image::Url {
+            url: url.to_string(),
+        }
+    }
+
+    /// Bytes the image adds to a request (for budgets and size checks).
+    pub fn wire_len(&self) -> usize {
+        match self {
+            Image::Url { url } => url.len(),
+            Image::Data { data, .. } => data.len(),
+        }
+    }
+}
+
 /// One message of a conversation.
 ///
 /// Invariants kept by the agent: roles alternate user/assistant (tool messages may repeat), and
@@ -59,6 +105,9 @@ pub struct Message {
     /// items): a JSON array, meaningful only to the wire format that produced it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_details: Option<serde_json::Value>,
+    /// Images given with a user message, after its text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Image>,
 }
 
 impl Message {
@@ -71,6 +120,15 @@ impl Message {
             name: None,
             reasoning: None,
             reasoning_details: None,
+            images: Vec::new(),
+        }
+    }
+
+    /// A user message with images after its text.
+    pub fn user_with_images(content: impl Into<String>, images: Vec<Image>) -> Self {
+        Message {
+            images,
+            ..Self::new(Role::User, content)
         }
     }
 

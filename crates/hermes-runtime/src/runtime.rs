@@ -220,6 +220,7 @@ impl Runtime {
         // `hermes prompt-size` counts is the schema a session sends.
         let tools =
             hermes_core::code_exec::install(&tools, self.config().section("code_execution")?);
+        let tools = hermes_core::vision::with_browser_vision(&tools);
         let system_prompt = self.system_prompt(spec, cwd, &tools, &skills, (model, provider))?;
         Ok(Prepared {
             tools,

@@ -140,7 +140,9 @@ impl Session {
         for w in &warnings {
             runtime.warn(w);
         }
-        let tools = with_delegation(prepared.tools, runtime, &providers, &options)?;
+        // Vision first: sub-agents get the working tools.
+        let tools = with_vision(prepared.tools, runtime, &providers, &options)?;
+        let tools = with_delegation(tools, runtime, &providers, &options)?;
         let agent = build_agent(
             runtime,
             &providers,
@@ -177,11 +179,50 @@ impl Session {
         sink: &dyn EventSink,
         cancel: CancellationToken,
     ) -> TurnReport {
+        self.turn_with_images(message, Vec::new(), sink, cancel)
+            .await
+    }
+
+    /// [`Session::turn`] with the images the message references as `@path` (relative to the
+    /// session's working directory) given to the model; references that cannot be read are
+    /// returned for the frontend to report, the turn runs without them.
+    pub async fn turn_with_references(
+        &mut self,
+        message: &str,
+        sink: &dyn EventSink,
+        cancel: CancellationToken,
+    ) -> (TurnReport, Vec<hermes_core::images::ImageError>) {
+        let (images, errors) = hermes_core::images::referenced(message, &self.spec.cwd);
+        let report = self
+            .turn_with_images(message, images, sink, cancel)
+            .await;
+        (report, errors)
+    }
+
+    /// [`Session::turn`] with images given to the model beside the text (the store keeps the
+    /// text only).
+    pub async fn turn_with_images(
+        &mut self,
+        message: &str,
+        images: Vec<hermes_protocol::Image>,
+        sink: &dyn EventSink,
+        cancel: CancellationToken,
+    ) -> TurnReport {
         let before = self.history.len();
         let history = std::mem::take(&mut self.history);
+        let budget = Arc::new(hermes_core::IterationBudget::new(
+            self.agent.options().max_turns,
+        ));
         let result = self
             .agent
-            .run_turn(message, history, &Tee(&self.recorder, sink), cancel)
+            .run_turn_with_images(
+                message,
+                images,
+                history,
+                &Tee(&self.recorder, sink),
+                cancel,
+                &budget,
+            )
             .await;
         let unfinished = self.recorder.end_turn(&result);
         self.history = result.messages;
@@ -395,7 +436,8 @@ impl Session {
         )?;
         let providers = runtime.providers(&self.spec.model)?;
         let (options, _) = agent_options(runtime.config(), &self.spec, &providers.spec)?;
-        let tools = with_delegation(prepared.tools, &runtime, &providers, &options)?;
+        let tools = with_vision(prepared.tools, &runtime, &providers, &options)?;
+        let tools = with_delegation(tools, &runtime, &providers, &options)?;
         let agent = build_agent(
             &runtime,
             &providers,
@@ -504,6 +546,28 @@ fn with_delegation(
     )
     .recording(sessions)
     .install(&tools))
+}
+
+/// `tools` with a working `vision_analyze` (and `browser_vision` beside the browser tools) on
+/// the `auxiliary.vision` model (by default the session's own).
+fn with_vision(
+    tools: Registry,
+    runtime: &Runtime,
+    providers: &Providers,
+    options: &AgentOptions,
+) -> Result<Registry, SessionError> {
+    if !hermes_core::vision::wanted(&tools) {
+        return Ok(tools);
+    }
+    let target = crate::providers::auxiliary(
+        runtime.config(),
+        runtime.env(),
+        runtime.home(),
+        "vision",
+        &providers.primary,
+        &options.model,
+    )?;
+    Ok(hermes_core::vision::install(&tools, target))
 }
 
 /// The provider key, redacted from tool output as `[REDACTED:NAME]`: the variable it came

@@ -146,7 +146,8 @@ pub fn reasoning_settings(
 
 /// Every tool this build has for a home (as `hermes tools` lists them and `hermes prompt-size`
 /// measures them): the built-in ones, `session_search`, the skills tools, `cronjob`,
-/// `delegate_task` and `execute_code` (schema only until a session installs them), the web
+/// `delegate_task`, `execute_code` and `vision_analyze` (schema only until a session installs
+/// them), the web
 /// tools (`web_search`, `web_extract`, `image_generate`, `text_to_speech` and, with the
 /// `browser` feature, the `browser_*` tools) and, when memory is on, the memory tool.
 pub fn every_tool(
@@ -217,6 +218,7 @@ impl SharedTools {
         // Schema only: a session installs the working tool once its providers exist.
         registry.register(Arc::new(delegation::DelegateTaskTool::schema_only()));
         registry.register(Arc::new(code_exec::ExecuteCodeTool::schema_only()));
+        registry.register(Arc::new(hermes_core::vision::VisionAnalyzeTool::schema_only()));
         for tool in self.web.session_tools() {
             registry.register(tool);
         }

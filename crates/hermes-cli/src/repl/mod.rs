@@ -258,7 +258,9 @@ impl Repl {
         self.prompts.set_turn(Some(cancel.clone()));
         let result = {
             let view = Arc::clone(&self.view);
-            let turn = self.session.turn(text, view.as_ref(), cancel.clone());
+            let turn = self
+                .session
+                .turn_with_references(text, view.as_ref(), cancel.clone());
             tokio::pin!(turn);
             tokio::select! {
                 r = &mut turn => r,
@@ -268,8 +270,12 @@ impl Repl {
                 }
             }
         };
+        let (result, unreadable) = result;
         self.prompts.set_turn(None);
         self.view.finish_turn();
+        for e in unreadable {
+            self.complain(&format!("{e}; sent without it"));
+        }
         self.totals.add(&result);
         match &result.end {
             TurnEnd::Interrupted => {

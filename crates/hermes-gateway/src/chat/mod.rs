@@ -65,6 +65,13 @@ impl ChatGateway {
                 settings,
                 routes: Arc::new(Routes::load(&home)),
                 attachments: home.join("cache").join("gateway"),
+                transcriber: stt_enabled(&runtime.config().raw).then(|| {
+                    hermes_web::media::Transcriber::new(
+                        hermes_web::api::ApiClient::new(std::time::Duration::from_secs(120)),
+                        runtime.config(),
+                        runtime.env(),
+                    )
+                }),
                 runtime,
             }),
             adapters: adapters
@@ -287,4 +294,12 @@ fn target_spec(chat: &crate::platform::ChatRef) -> String {
         (false, Some(t)) => format!("{}:{}:{t}", chat.platform, chat.chat_id),
         (false, None) => format!("{}:{}", chat.platform, chat.chat_id),
     }
+}
+
+/// `stt.enabled` (default on, as in the Python Hermes): voice messages are transcribed for
+/// the agent; off, the agent is told where the audio file was saved.
+fn stt_enabled(raw: &serde_json::Value) -> bool {
+    raw.pointer("/stt/enabled")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(true)
 }

@@ -35,6 +35,16 @@ pub struct Shared {
     pub routes: Arc<Routes>,
     /// Where attachments are saved (`$HERMES_HOME/cache/gateway`).
     pub attachments: PathBuf,
+    /// Transcribes voice messages and audio files (`None` when `stt.enabled: false`).
+    pub transcriber: Option<hermes_web::media::Transcriber>,
+}
+
+/// What the user said in a batch of messages: the text (attachments named in it, voice
+/// transcribed) and the images to give the model.
+#[derive(Default)]
+struct Said {
+    text: String,
+    images: Vec<hermes_protocol::Image>,
 }
 
 /// What reaches a chat's worker. (Nearly every input is a message: boxing it would cost an
@@ -185,30 +195,29 @@ impl Worker {
             {
                 match self.command(command).await {
                     Some(text) => {
-                        pending = self.turn(text, reply_to, rx, shutdown).await;
+                        pending = self
+                            .turn_with_images(text, Vec::new(), reply_to, rx, shutdown)
+                            .await;
                     }
                     None => break,
                 }
                 continue;
             }
-            let mut text = String::new();
+            let mut said = Said::default();
             for m in &batch {
-                let said = self.with_attachments(m).await;
-                if !text.is_empty() {
-                    text.push_str("\n\n");
-                }
-                text.push_str(&said);
+                self.with_attachments(m, &mut said).await;
             }
-            pending = self.turn(text, reply_to, rx, shutdown).await;
+            pending = self
+                .turn_with_images(said.text, said.images, reply_to, rx, shutdown)
+                .await;
         }
     }
 
-    /// The message's text with its attachments saved and named.
-    async fn with_attachments(&self, message: &InboundMessage) -> String {
-        let mut text = message.text.clone();
-        if message.attachments.is_empty() {
-            return text;
-        }
+    /// Adds `message` to what was said: its text, its attachments saved and named, voice
+    /// and audio transcribed as the Python Hermes does (the transcript as a quoted line, a
+    /// neutral marker when it fails), images kept for the model.
+    async fn with_attachments(&self, message: &InboundMessage, said: &mut Said) {
+        let mut parts: Vec<String> = Vec::new();
         let dir = self.shared.attachments.join(&self.chat.platform);
         for attachment in &message.attachments {
             let what = match attachment.kind {
@@ -218,27 +227,54 @@ impl Worker {
                 AttachmentKind::Video => "a video",
                 AttachmentKind::Document => "a file",
             };
-            let note = match self
+            let path = match self
                 .adapter
                 .download(attachment, &dir, self.shared.settings.max_attachment_bytes)
                 .await
             {
-                Ok(path) => format!("[The user sent {what}, saved at {}]", path.display()),
-                Err(e) => format!(
-                    "[The user sent {what}{} that could not be downloaded: {e}]",
-                    attachment
-                        .file_name
-                        .as_deref()
-                        .map(|n| format!(" ({n})"))
-                        .unwrap_or_default()
-                ),
+                Ok(path) => path,
+                Err(e) => {
+                    parts.push(format!(
+                        "[The user sent {what}{} that could not be downloaded: {e}]",
+                        attachment
+                            .file_name
+                            .as_deref()
+                            .map(|n| format!(" ({n})"))
+                            .unwrap_or_default()
+                    ));
+                    continue;
+                }
             };
-            if !text.is_empty() {
-                text.push('\n');
+            let spoken = matches!(attachment.kind, AttachmentKind::Voice | AttachmentKind::Audio);
+            match (&self.shared.transcriber, attachment.kind) {
+                (Some(stt), _) if spoken => match stt.transcribe(&path).await {
+                    Ok(transcript) => parts.push(format!("\"{}\"", transcript.trim())),
+                    Err(e) => {
+                        // The cause goes to the log, not into the conversation, where it
+                        // would keep the model talking about transcription.
+                        tracing::info!("voice message in {} not transcribed: {e}", self.key);
+                        parts.push("[voice message could not be transcribed]".into());
+                    }
+                },
+                (_, AttachmentKind::Image) => {
+                    match hermes_core::images::load(&path) {
+                        Ok(image) => said.images.push(image),
+                        Err(e) => tracing::info!("image in {} not given to the model: {e}", self.key),
+                    }
+                    parts.push(format!("[The user sent {what}, saved at {}]", path.display()));
+                }
+                _ => parts.push(format!("[The user sent {what}, saved at {}]", path.display())),
             }
-            text.push_str(&note);
         }
-        text
+        if !message.text.is_empty() {
+            parts.push(message.text.clone());
+        }
+        for part in parts {
+            if !said.text.is_empty() {
+                said.text.push_str("\n\n");
+            }
+            said.text.push_str(&part);
+        }
     }
 
     /// The chat's session, loaded (or started) when needed; the reset policy starts a new
@@ -315,9 +351,10 @@ impl Worker {
 
     /// Runs one turn on `text`, streaming the answer; returns the messages that arrived while
     /// it ran (they interrupted it and are answered next).
-    async fn turn(
+    async fn turn_with_images(
         &mut self,
         text: String,
+        images: Vec<hermes_protocol::Image>,
         reply_to: Option<String>,
         rx: &mut mpsc::Receiver<ChatInput>,
         shutdown: &CancellationToken,
@@ -343,7 +380,7 @@ impl Worker {
         let mut report: Option<TurnReport> = None;
         let mut closed = false;
         let on_screen = {
-            let turn = session.turn(&text, &sink, cancel.clone());
+            let turn = session.turn_with_images(&text, images, &sink, cancel.clone());
             let editor = stream.run(done.clone());
             tokio::pin!(turn);
             tokio::pin!(editor);

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use hermes_protocol::{FinishReason, Message, Role, StreamEvent, Usage};
+use hermes_protocol::{FinishReason, Image, Message, Role, StreamEvent, Usage};
 use serde_json::{Value, json};
 
 use crate::reasoning::{ClaudeThinking, ReasoningEffort, claude_thinking};
@@ -90,7 +90,7 @@ fn convert_messages(messages: &[Message]) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::new();
     for m in messages {
         let (role, blocks) = match m.role {
-            Role::System | Role::User => ("user", vec![text_block(&m.content)]),
+            Role::System | Role::User => ("user", user_blocks(m)),
             Role::Tool => (
                 "user",
                 vec![json!({
@@ -122,6 +122,25 @@ fn convert_messages(messages: &[Message]) -> Vec<Value> {
         }
     }
     out
+}
+
+/// A user turn: its images first (Anthropic's advice for vision prompts), then its text.
+fn user_blocks(m: &Message) -> Vec<Value> {
+    let mut blocks: Vec<Value> = m
+        .images
+        .iter()
+        .map(|image| match image {
+            Image::Url { url } => json!({"type": "image", "source": {"type": "url", "url": url}}),
+            Image::Data { media_type, data } => json!({
+                "type": "image",
+                "source": {"type": "base64", "media_type": media_type, "data": data},
+            }),
+        })
+        .collect();
+    if blocks.is_empty() || !m.content.is_empty() {
+        blocks.push(text_block(&m.content));
+    }
+    blocks
 }
 
 fn text_block(text: &str) -> Value {

@@ -3,18 +3,37 @@
 
 use std::collections::HashMap;
 
-use hermes_protocol::{FinishReason, Message, Role, StreamEvent, Usage};
+use hermes_protocol::{FinishReason, Image, Message, Role, StreamEvent, Usage};
 use serde_json::{Value, json};
 
 use super::eventstream::Frame;
 use crate::reasoning::{ClaudeThinking, ReasoningEffort, claude_thinking};
 use crate::{ChatRequest, LlmError, catalogue};
 
+/// A user turn: its inline images as Converse `image` blocks (Bedrock takes bytes only: an
+/// image given by URL is named in the text instead), then its text.
+fn user_blocks(m: &Message) -> Vec<Value> {
+    let mut blocks = Vec::new();
+    let mut text = m.content.clone();
+    for image in &m.images {
+        match image {
+            Image::Data { media_type, data } => {
+                let format = media_type.strip_prefix("image/").unwrap_or(media_type);
+                let format = if format == "jpg" { "jpeg" } else { format };
+                blocks.push(json!({"image": {"format": format, "source": {"bytes": data}}}));
+            }
+            Image::Url { url } => text.push_str(&format!("\n[image: {url}]")),
+        }
+    }
+    blocks.push(json!({"text": non_empty(&text)}));
+    blocks
+}
+
 pub(super) fn request_body(req: &ChatRequest<'_>) -> Value {
     let mut messages: Vec<Value> = Vec::new();
     for m in req.messages {
         let (role, blocks) = match m.role {
-            Role::System | Role::User => ("user", vec![json!({"text": non_empty(&m.content)})]),
+            Role::System | Role::User => ("user", user_blocks(m)),
             Role::Tool => (
                 "user",
                 vec![json!({"toolResult": {

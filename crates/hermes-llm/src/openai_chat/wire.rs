@@ -1,7 +1,7 @@
 //! Serde types of the Chat Completions wire format: the request body (borrowing our messages)
 //! and tolerant decoders for streamed chunks, whole completions and error bodies.
 
-use hermes_protocol::{FinishReason, Message, Role, StreamEvent, ToolSchema, Usage};
+use hermes_protocol::{FinishReason, Image, Message, Role, StreamEvent, ToolSchema, Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -71,35 +71,80 @@ struct WireMessage<'a> {
     reasoning_content: Option<&'a str>,
 }
 
-/// A message's content: plain text, or one text part carrying a cache breakpoint.
-#[derive(Serialize)]
-#[serde(untagged)]
+/// A message's content: plain text, or parts: the text (carrying a cache breakpoint when
+/// one is placed) and the message's images as `image_url` parts.
 enum Content<'a> {
     Text(&'a str),
-    Parts([TextPart<'a>; 1]),
+    Parts {
+        text: &'a str,
+        marker: Option<&'a Value>,
+        images: &'a [Image],
+    },
 }
 
-#[derive(Serialize)]
-struct TextPart<'a> {
-    r#type: &'static str,
-    text: &'a str,
-    cache_control: &'a Value,
+impl Serialize for Content<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        match self {
+            Content::Text(t) => serializer.serialize_str(t),
+            Content::Parts {
+                text,
+                marker,
+                images,
+            } => {
+                let mut seq = serializer.serialize_seq(None)?;
+                if !text.is_empty() || images.is_empty() {
+                    let mut part = serde_json::json!({"type": "text", "text": text});
+                    if let Some(m) = marker {
+                        part["cache_control"] = (*m).clone();
+                    }
+                    seq.serialize_element(&part)?;
+                }
+                for image in *images {
+                    seq.serialize_element(&serde_json::json!({
+                        "type": "image_url",
+                        "image_url": {"url": image.as_url()},
+                    }))?;
+                }
+                seq.end()
+            }
+        }
+    }
 }
 
 impl<'a> Content<'a> {
+    fn of(m: &'a Message) -> Content<'a> {
+        if m.images.is_empty() {
+            Content::Text(&m.content)
+        } else {
+            Content::Parts {
+                text: &m.content,
+                marker: None,
+                images: &m.images,
+            }
+        }
+    }
+
     fn text(&self) -> &'a str {
         match self {
             Content::Text(t) => t,
-            Content::Parts([p]) => p.text,
+            Content::Parts { text, .. } => text,
         }
     }
 
     fn with_marker(&self, marker: &'a Value) -> Content<'a> {
-        Content::Parts([TextPart {
-            r#type: "text",
-            text: self.text(),
-            cache_control: marker,
-        }])
+        match self {
+            Content::Text(text) => Content::Parts {
+                text,
+                marker: Some(marker),
+                images: &[],
+            },
+            Content::Parts { text, images, .. } => Content::Parts {
+                text,
+                marker: Some(marker),
+                images,
+            },
+        }
     }
 }
 
@@ -201,7 +246,7 @@ impl<'a> WireMessage<'a> {
     fn new(m: &'a Message, echo_reasoning: bool) -> Self {
         WireMessage {
             role: m.role.as_str(),
-            content: Content::Text(&m.content),
+            content: Content::of(m),
             tool_calls: m
                 .tool_calls
                 .iter()
@@ -554,6 +599,42 @@ mod tests {
             "an empty content stays a string"
         );
         assert_eq!(v["messages"][1]["content"], "first");
+    }
+
+    #[test]
+    fn images_follow_the_text_and_keep_a_cache_breakpoint_on_it() {
+        let options = Options {
+            effort: EffortStyle::Object,
+            cache: Some(serde_json::json!({"type": "ephemeral"})),
+            echo_reasoning: false,
+        };
+        let messages = vec![Message::user_with_images(
+            "what is this?",
+            vec![
+                Image::Data {
+                    media_type: "image/png".into(),
+                    data: "AAAA".into(),
+                },
+                Image::Url {
+                    url: "https://example.org/a.jpg".into(),
+                },
+            ],
+        )];
+        let v = body(&messages, &options);
+        assert_eq!(
+            v["messages"][1]["content"],
+            serde_json::json!([
+                {"type": "text", "text": "what is this?", "cache_control": {"type": "ephemeral"}},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+                {"type": "image_url", "image_url": {"url": "https://example.org/a.jpg"}},
+            ])
+        );
+        let plain = Options {
+            cache: None,
+            ..options
+        };
+        let v = body(&messages, &plain);
+        assert_eq!(v["messages"][1]["content"][0], serde_json::json!({"type": "text", "text": "what is this?"}));
     }
 
     #[test]

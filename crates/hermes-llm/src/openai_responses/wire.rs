@@ -9,12 +9,26 @@ use serde_json::{Value, json};
 use crate::reasoning::ReasoningEffort;
 use crate::{ChatRequest, LlmError};
 
+/// A user message: plain text, or `input_text` + `input_image` parts when it has images.
+fn user_item(m: &Message) -> Value {
+    if m.images.is_empty() {
+        return json!({"type": "message", "role": "user", "content": m.content});
+    }
+    let mut parts = vec![json!({"type": "input_text", "text": m.content})];
+    parts.extend(
+        m.images
+            .iter()
+            .map(|i| json!({"type": "input_image", "image_url": i.as_url()})),
+    );
+    json!({"type": "message", "role": "user", "content": parts})
+}
+
 pub(super) fn request_body(req: &ChatRequest<'_>) -> Value {
     let mut input = Vec::new();
     for m in req.messages {
         match m.role {
             Role::System | Role::User => {
-                input.push(json!({"type": "message", "role": "user", "content": m.content}));
+                input.push(user_item(m));
             }
             Role::Assistant => assistant_items(m, &mut input),
             Role::Tool => input.push(json!({

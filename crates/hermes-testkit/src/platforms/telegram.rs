@@ -247,6 +247,28 @@ impl TelegramMock {
         self.push_message(chat, user(user_id, first_name, None), text, json!({}))
     }
 
+    /// A private media message from `user_id`: `media` holds the media fields (`photo`,
+    /// `voice`, `document`, ...), `caption` the text, if any (Telegram sends no `text` then).
+    pub fn media_dm(&self, user_id: i64, first_name: &str, caption: &str, media: Value) -> i64 {
+        let chat = json!({"id": user_id, "type": "private", "first_name": first_name});
+        self.remember_chat(&chat);
+        let message_id = self.next_message_id();
+        let mut message = json!({
+            "message_id": message_id,
+            "from": user(user_id, first_name, None),
+            "chat": chat,
+            "date": now_secs(),
+        });
+        if !caption.is_empty() {
+            message["caption"] = json!(caption);
+        }
+        if let (Some(m), Some(e)) = (message.as_object_mut(), media.as_object()) {
+            m.extend(e.clone());
+        }
+        self.push_update(json!({"message": message}));
+        message_id
+    }
+
     /// A message in supergroup `chat_id`; `extra` adds fields (entities, reply_to_message,
     /// message_thread_id...).
     pub fn group_message(
