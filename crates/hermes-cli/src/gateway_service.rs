@@ -325,11 +325,7 @@ fn run_steps(manager: Manager, program: &Path, steps: &[Step]) -> Result<(), Cli
 }
 
 fn run(service: &Service, steps: &[Step]) -> Result<(), CliError> {
-    run_steps(
-        service.manager,
-        Path::new(service.manager.program()),
-        steps,
-    )
+    run_steps(service.manager, Path::new(service.manager.program()), steps)
 }
 
 /// systemd's quoting for a path in `ExecStart=` and `Environment=`: spaces and quotes escaped.
@@ -383,8 +379,11 @@ pub fn install(home: &HermesHome) -> Result<ExitCode, CliError> {
         std::fs::create_dir_all(&dir)
             .map_err(|e| CliError::runtime(format!("cannot create {}: {e}", dir.display())))?;
     }
-    hermes_config::atomic_write(&service.definition_path, service.definition(&exe).as_bytes())
-        .map_err(|e| CliError::runtime(e.to_string()))?;
+    hermes_config::atomic_write(
+        &service.definition_path,
+        service.definition(&exe).as_bytes(),
+    )
+    .map_err(|e| CliError::runtime(e.to_string()))?;
     println!("Wrote {}", service.definition_path.display());
     run(&service, &service.install_steps())?;
     println!(
@@ -451,7 +450,9 @@ mod tests {
             "<string>/opt/hermes/bin/hermes</string>\n        <string>gateway</string>\n        <string>run</string>"
         ));
         assert!(plist.contains("<key>HERMES_HOME</key>\n        <string>/Users/ann/.hermes/profiles/coder &amp; co</string>"));
-        assert!(plist.contains("<string>/Users/ann/.hermes/profiles/coder &amp; co/logs/gateway.log</string>"));
+        assert!(plist.contains(
+            "<string>/Users/ann/.hermes/profiles/coder &amp; co/logs/gateway.log</string>"
+        ));
         assert!(plist.contains("<key>SuccessfulExit</key>\n        <false/>"));
         assert!(!plist.contains("coder & co"), "unescaped text: {plist}");
     }

@@ -554,32 +554,28 @@ const PNG: &[u8] = &[
 #[test]
 fn a_photo_reaches_the_model_as_an_image_and_a_voice_message_as_its_transcript() {
     use base64::Engine;
-    let script = Script::new(vec![
-        Turn::text("A tiny transparent square."),
-        Turn::text("Table for two at eight, noted."),
-    ])
-    .with_route(
+    // Transcription goes to a server of its own, in Groq's API shape.
+    let stt = MockServer::start(Script::new(vec![]).with_route(
         "/v1/audio/transcriptions",
         vec![hermes_testkit::Canned::json(
             200,
             &json!({"text": " book a table for two at eight "}),
         )],
-    );
-    let mut rig = Rig::with_ann(script, "");
-    // Transcription goes to the scripted server too (Groq's API shape).
-    rig.stop();
-    rig.home.write_file(
-        ".env",
+    ));
+    let mut rig = Rig::start(
+        Script::new(vec![
+            Turn::text("A tiny transparent square."),
+            Turn::text("Table for two at eight, noted."),
+        ]),
+        "",
         &format!(
-            "TELEGRAM_BOT_TOKEN={TOKEN}\nTELEGRAM_ALLOWED_USERS={ANN}\nGROQ_API_KEY=gsk-test\nGROQ_BASE_URL={}\n",
-            rig.model.base_url()
+            "TELEGRAM_ALLOWED_USERS={ANN}\nGROQ_API_KEY=gsk-test\nGROQ_BASE_URL={}\n",
+            stt.base_url()
         ),
     );
-    let mut gateway = common::gateway::Gateway::start(&rig.home, &[]);
-    assert_eq!(gateway.next_line(), "telegram started");
-    rig.gateway = Some(gateway);
 
-    rig.telegram.add_file("ph-1", "photos/file_7.png", PNG.to_vec());
+    rig.telegram
+        .add_file("ph-1", "photos/file_7.png", PNG.to_vec());
     rig.telegram.media_dm(
         ANN,
         "Ann",
@@ -599,7 +595,10 @@ fn a_photo_reaches_the_model_as_an_image_and_a_voice_message_as_its_transcript()
     let parts = user["content"].as_array().unwrap();
     assert_eq!(parts.len(), 2, "{user}");
     let text = parts[0]["text"].as_str().unwrap();
-    assert!(text.starts_with("[The user sent an image, saved at "), "{text}");
+    assert!(
+        text.starts_with("[The user sent an image, saved at "),
+        "{text}"
+    );
     assert!(text.ends_with("]\n\nwhat is this?"), "{text}");
     assert_eq!(
         parts[1]["image_url"]["url"],
@@ -609,7 +608,8 @@ fn a_photo_reaches_the_model_as_an_image_and_a_voice_message_as_its_transcript()
         )
     );
 
-    rig.telegram.add_file("vo-1", "voice/file_8.oga", b"OggS fake opus".to_vec());
+    rig.telegram
+        .add_file("vo-1", "voice/file_8.oga", b"OggS fake opus".to_vec());
     rig.telegram.media_dm(
         ANN,
         "Ann",
@@ -622,8 +622,47 @@ fn a_photo_reaches_the_model_as_an_image_and_a_voice_message_as_its_transcript()
         last_user_text(&request),
         "\"book a table for two at eight\""
     );
-    let stt = rig.model.requests_to("/v1/audio/transcriptions");
-    assert_eq!(stt.len(), 1);
-    assert_eq!(stt[0].header("authorization"), Some("Bearer gsk-test"));
+    let calls = stt.requests_to("/v1/audio/transcriptions");
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].header("authorization"), Some("Bearer gsk-test"));
     rig.stop();
+}
+
+#[test]
+fn a_generated_image_is_sent_to_the_chat_as_a_photo_after_the_answer() {
+    use base64::Engine;
+    let images = MockServer::start(Script::new(vec![]).with_route(
+        "/v1/images/generations",
+        vec![hermes_testkit::Canned::json(
+            200,
+            &json!({"data": [{"b64_json": base64::engine::general_purpose::STANDARD.encode(PNG)}]}),
+        )],
+    ));
+    let rig = Rig::start(
+        Script::new(vec![
+            Turn::tool("image_generate", json!({"prompt": "a red fox"})),
+            Turn::text("Here is your fox."),
+        ]),
+        &format!(
+            "platform_toolsets:\n  telegram: [memory, image_gen]\nimage_gen:\n  provider: openai\n  openai:\n    base_url: {}\n",
+            images.base_url()
+        ),
+        &format!("TELEGRAM_ALLOWED_USERS={ANN}\nOPENAI_API_KEY=sk-img\n"),
+    );
+    rig.telegram.dm(ANN, "Ann", "draw me a fox");
+    rig.wait_text(ANN, "Here is your fox.");
+    let photo = rig.wait_message(ANN, "with the photo", |m| {
+        m.media.as_deref() == Some("photo")
+    });
+    assert!(photo.message_id > 0);
+    assert_eq!(images.requests_to("/v1/images/generations").len(), 1);
+    // Exactly one photo: the file is sent once.
+    std::thread::sleep(Duration::from_millis(300));
+    let photos = rig
+        .telegram
+        .messages(ANN)
+        .into_iter()
+        .filter(|m| m.media.as_deref() == Some("photo"))
+        .count();
+    assert_eq!(photos, 1);
 }

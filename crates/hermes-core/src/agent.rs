@@ -259,7 +259,7 @@ impl Agent {
     pub async fn run_turn_with_budget(
         &self,
         user_message: &str,
-        mut history: Vec<Message>,
+        history: Vec<Message>,
         sink: &dyn EventSink,
         cancel: CancellationToken,
         budget: &Arc<IterationBudget>,
@@ -285,7 +285,11 @@ impl Agent {
         };
         let provider = self.memory_provider.as_deref();
         let user_content = memory_provider::with_recall(provider, user_message, sink).await;
-        append(&mut turn, sink, Message::user_with_images(user_content, images));
+        append(
+            &mut turn,
+            sink,
+            Message::user_with_images(user_content, images),
+        );
         let ctx = self.tool_ctx.for_turn(cancel.clone(), Some(budget.clone()));
         let call = ModelCall {
             targets: &self.targets,

@@ -141,9 +141,15 @@ mod tests {
 
     #[test]
     fn media_types_come_from_the_bytes() {
-        assert_eq!(sniff_media_type(&[0xFF, 0xD8, 0xFF, 0xE0]), Some("image/jpeg"));
+        assert_eq!(
+            sniff_media_type(&[0xFF, 0xD8, 0xFF, 0xE0]),
+            Some("image/jpeg")
+        );
         assert_eq!(sniff_media_type(b"GIF89a...."), Some("image/gif"));
-        assert_eq!(sniff_media_type(b"RIFF\0\0\0\0WEBPVP8 "), Some("image/webp"));
+        assert_eq!(
+            sniff_media_type(b"RIFF\0\0\0\0WEBPVP8 "),
+            Some("image/webp")
+        );
         assert_eq!(sniff_media_type(b"<svg"), None);
     }
 }

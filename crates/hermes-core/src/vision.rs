@@ -57,7 +57,7 @@ pub fn with_browser_vision(tools: &Registry) -> Registry {
         && tools.get(BROWSER_VISION).is_none()
     {
         out.register(Arc::new(BrowserVisionTool {
-            screenshot,
+            screenshot: screenshot.clone(),
             vision: None,
         }));
     }
@@ -77,12 +77,12 @@ pub fn install(tools: &Registry, target: ModelTarget) -> Registry {
             TOOL_NAME => out.register(vision.clone()),
             BROWSER_VISION => match tools.get(SCREENSHOT_TOOL) {
                 Some(screenshot) => out.register(Arc::new(BrowserVisionTool {
-                    screenshot,
+                    screenshot: screenshot.clone(),
                     vision: Some(vision.clone()),
                 })),
-                None => out.register(tool),
+                None => out.register(tool.clone()),
             },
-            _ => out.register(tool),
+            _ => out.register(tool.clone()),
         }
     }
     out
@@ -135,8 +135,14 @@ impl Tool for BrowserVisionTool {
         let Some(vision) = &self.vision else {
             return Err(ToolError::new("vision is not set up in this session"));
         };
-        let full = args.get("full_page").and_then(Value::as_bool).unwrap_or(false);
-        let shot = self.screenshot.call(json!({"full_page": full}), ctx).await?;
+        let full = args
+            .get("full_page")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let shot = self
+            .screenshot
+            .call(json!({"full_page": full}), ctx)
+            .await?;
         let path = shot
             .get("path")
             .and_then(Value::as_str)

@@ -193,9 +193,7 @@ impl Session {
         cancel: CancellationToken,
     ) -> (TurnReport, Vec<hermes_core::images::ImageError>) {
         let (images, errors) = hermes_core::images::referenced(message, &self.spec.cwd);
-        let report = self
-            .turn_with_images(message, images, sink, cancel)
-            .await;
+        let report = self.turn_with_images(message, images, sink, cancel).await;
         (report, errors)
     }
 

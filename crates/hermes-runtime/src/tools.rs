@@ -218,7 +218,9 @@ impl SharedTools {
         // Schema only: a session installs the working tool once its providers exist.
         registry.register(Arc::new(delegation::DelegateTaskTool::schema_only()));
         registry.register(Arc::new(code_exec::ExecuteCodeTool::schema_only()));
-        registry.register(Arc::new(hermes_core::vision::VisionAnalyzeTool::schema_only()));
+        registry.register(Arc::new(
+            hermes_core::vision::VisionAnalyzeTool::schema_only(),
+        ));
         for tool in self.web.session_tools() {
             registry.register(tool);
         }

@@ -63,6 +63,8 @@ pub(crate) fn stored_message(row: &Row<'_>) -> rusqlite::Result<Option<StoredMes
             reasoning: row.get(7)?,
             // Opaque provider data; unreadable JSON is dropped rather than sent back broken.
             reasoning_details: details.and_then(|d| serde_json::from_str(&d).ok()),
+            // Images are given to the model for their turn; the store keeps the text.
+            images: Vec::new(),
         },
         finish_reason: row.get(8)?,
         timestamp: row.get(9)?,

@@ -245,7 +245,10 @@ impl Worker {
                     continue;
                 }
             };
-            let spoken = matches!(attachment.kind, AttachmentKind::Voice | AttachmentKind::Audio);
+            let spoken = matches!(
+                attachment.kind,
+                AttachmentKind::Voice | AttachmentKind::Audio
+            );
             match (&self.shared.transcriber, attachment.kind) {
                 (Some(stt), _) if spoken => match stt.transcribe(&path).await {
                     Ok(transcript) => parts.push(format!("\"{}\"", transcript.trim())),
@@ -259,11 +262,19 @@ impl Worker {
                 (_, AttachmentKind::Image) => {
                     match hermes_core::images::load(&path) {
                         Ok(image) => said.images.push(image),
-                        Err(e) => tracing::info!("image in {} not given to the model: {e}", self.key),
+                        Err(e) => {
+                            tracing::info!("image in {} not given to the model: {e}", self.key)
+                        }
                     }
-                    parts.push(format!("[The user sent {what}, saved at {}]", path.display()));
+                    parts.push(format!(
+                        "[The user sent {what}, saved at {}]",
+                        path.display()
+                    ));
                 }
-                _ => parts.push(format!("[The user sent {what}, saved at {}]", path.display())),
+                _ => parts.push(format!(
+                    "[The user sent {what}, saved at {}]",
+                    path.display()
+                )),
             }
         }
         if !message.text.is_empty() {
@@ -452,6 +463,16 @@ impl Worker {
             report.final_text.as_str()
         };
         stream.finish(on_screen, final_text, note.as_deref()).await;
+        let files = super::media::produced_files(&report.added);
+        if !files.is_empty() {
+            let message = OutboundMessage {
+                files,
+                ..OutboundMessage::default()
+            };
+            if let Err(e) = adapter.send(&chat, &message).await {
+                tracing::warn!("{}: cannot send the turn's files: {e}", chat.platform);
+            }
+        }
         let session_id = session.session_id();
         self.shared
             .routes

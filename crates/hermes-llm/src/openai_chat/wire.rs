@@ -634,7 +634,10 @@ mod tests {
             ..options
         };
         let v = body(&messages, &plain);
-        assert_eq!(v["messages"][1]["content"][0], serde_json::json!({"type": "text", "text": "what is this?"}));
+        assert_eq!(
+            v["messages"][1]["content"][0],
+            serde_json::json!({"type": "text", "text": "what is this?"})
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! by `browser_close` and when the session ends. Every request of the page passes the SSRF
 //! checks of the session's fetcher. The page as text is [`snapshot`]'s.
 
+mod proxy;
 pub mod session;
 pub mod snapshot;
 mod tools;

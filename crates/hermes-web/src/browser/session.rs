@@ -7,7 +7,6 @@
 //! tool's answer. Closing (or dropping) the session ends the tasks and the browser it launched.
 
 use std::collections::{HashMap, VecDeque};
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -38,6 +37,7 @@ use serde_json::Value;
 use tokio::task::JoinHandle;
 
 use super::BrowserError;
+use super::proxy::GateProxy;
 use super::snapshot::{self, Snapshot};
 use crate::net::Fetcher;
 
@@ -77,28 +77,12 @@ pub struct Session {
     blocked: Arc<Mutex<Vec<Blocked>>>,
     /// The launched browser's profile, removed with the session.
     _profile: Option<tempfile::TempDir>,
+    /// The launched browser's way out (see [`super::proxy`]), stopped with the session.
+    _proxy: Option<GateProxy>,
 }
 
 fn cdp(e: impl std::fmt::Display) -> BrowserError {
     BrowserError::Protocol(e.to_string())
-}
-
-/// Chromium resolves names itself: the names the fetcher answers from a fixed table are
-/// mapped the same way, so the browser reaches the address the gate checked.
-fn host_resolver_rules(fetcher: &Fetcher) -> String {
-    fetcher
-        .fixed_names()
-        .into_iter()
-        .filter(|(host, _)| {
-            host.chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
-        })
-        .map(|(host, ip)| match ip {
-            IpAddr::V6(v6) => format!("MAP {host} [{v6}]"),
-            IpAddr::V4(v4) => format!("MAP {host} {v4}"),
-        })
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 fn running_as_root() -> bool {
@@ -109,7 +93,7 @@ fn running_as_root() -> bool {
 impl Session {
     /// Starts (or attaches to) the browser and opens the session's page.
     pub async fn start(launch: &Launch, fetcher: Fetcher) -> Result<Session, BrowserError> {
-        let (browser, mut handler, profile, launched) = match launch {
+        let (browser, mut handler, profile, proxy, launched) = match launch {
             Launch::Executable(path) => {
                 let profile = tempfile::Builder::new()
                     .prefix("hermes-browser-")
@@ -137,9 +121,11 @@ impl Session {
                         "disable-sync",
                         "disable-quic",
                     ]);
-                let rules = host_resolver_rules(&fetcher);
-                if !rules.is_empty() {
-                    config = config.arg(("host-resolver-rules", rules.as_str()));
+                let proxy = GateProxy::start(fetcher.clone()).await.map_err(|e| {
+                    BrowserError::Launch(format!("cannot start the browser's proxy: {e}"))
+                })?;
+                for (key, value) in proxy.chromium_args() {
+                    config = config.arg((key, value.as_str()));
                 }
                 if running_as_root() {
                     // Chromium refuses to run as root with its sandbox.
@@ -149,7 +135,7 @@ impl Session {
                 let (browser, handler) = Browser::launch(config)
                     .await
                     .map_err(|e| BrowserError::Launch(e.to_string()))?;
-                (browser, handler, Some(profile), true)
+                (browser, handler, Some(profile), Some(proxy), true)
             }
             Launch::Attach(url) => {
                 let config = HandlerConfig {
@@ -161,7 +147,7 @@ impl Session {
                 let (browser, handler) = Browser::connect_with_config(url.clone(), config)
                     .await
                     .map_err(|e| BrowserError::Launch(format!("cannot attach to {url}: {e}")))?;
-                (browser, handler, None, false)
+                (browser, handler, None, None, false)
             }
         };
         let mut tasks = vec![tokio::spawn(async move {
@@ -212,6 +198,7 @@ impl Session {
             console,
             blocked,
             _profile: profile,
+            _proxy: proxy,
         };
         setup?;
         Ok(session)
@@ -638,25 +625,5 @@ async fn record_console(
             }
             else => break,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::net::{StaticResolver, UrlPolicy};
-
-    #[test]
-    fn a_launched_browser_maps_the_names_the_fetcher_resolves_from_its_table() {
-        let resolver = StaticResolver::new()
-            .with("harbour.example.com", &["127.0.0.1".parse().unwrap()])
-            .with("v6.example.com", &["::1".parse().unwrap()])
-            .with("bad name,MAP x", &["10.0.0.1".parse().unwrap()]);
-        let fetcher = Fetcher::with_resolver(UrlPolicy::strict(), Arc::new(resolver));
-        assert_eq!(
-            host_resolver_rules(&fetcher),
-            "MAP harbour.example.com 127.0.0.1,MAP v6.example.com [::1]"
-        );
-        assert_eq!(host_resolver_rules(&Fetcher::new(UrlPolicy::strict())), "");
     }
 }

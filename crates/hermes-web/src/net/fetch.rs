@@ -221,10 +221,22 @@ impl Fetcher {
         }
     }
 
-    /// The names the fetcher's resolver answers from a fixed table (see
-    /// [`Resolver::fixed_names`]).
-    pub fn fixed_names(&self) -> Vec<(String, IpAddr)> {
-        self.guard.resolver.fixed_names()
+    /// Where a connection for `url` may go: the checked addresses of its host (an address
+    /// literal after the same checks), with the URL's port. What the browser's proxy connects
+    /// to, so the address checked is the address used.
+    pub async fn connect_addrs(&self, url: &Url) -> Result<Vec<SocketAddr>, FetchError> {
+        self.guard.policy.check_url(url)?;
+        let port = url.port_or_known_default().unwrap_or(0);
+        let ips = match url.host() {
+            Some(Host::Domain(name)) => self.guard.resolve_checked(url, name, port).await?,
+            Some(Host::Ipv4(v4)) => vec![IpAddr::V4(v4)],
+            Some(Host::Ipv6(v6)) => vec![IpAddr::V6(v6)],
+            None => Vec::new(),
+        };
+        Ok(ips
+            .into_iter()
+            .map(|ip| SocketAddr::new(ip, port))
+            .collect())
     }
 
     fn http(&self) -> Result<&reqwest::Client, FetchError> {

@@ -14,13 +14,6 @@ const LOOKUP_TIMEOUT: Duration = Duration::from_secs(10);
 pub trait Resolver: Send + Sync {
     /// The addresses of `host` (a domain name, never an IP literal).
     async fn lookup(&self, host: &str) -> io::Result<Vec<IpAddr>>;
-
-    /// Names this resolver answers from a fixed table rather than the system's lookup, with
-    /// their first address: a browser the fetcher gates is told the same mapping, so that it
-    /// reaches the address the gate checked.
-    fn fixed_names(&self) -> Vec<(String, IpAddr)> {
-        Vec::new()
-    }
 }
 
 /// The system's resolver (getaddrinfo, on tokio's blocking pool), bounded in time.
@@ -69,15 +62,5 @@ impl Resolver for StaticResolver {
             .get(&host.to_ascii_lowercase())
             .cloned()
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no such host"))
-    }
-
-    fn fixed_names(&self) -> Vec<(String, IpAddr)> {
-        let mut names: Vec<(String, IpAddr)> = self
-            .table
-            .iter()
-            .filter_map(|(host, addrs)| Some((host.clone(), *addrs.first()?)))
-            .collect();
-        names.sort();
-        names
     }
 }
