@@ -130,18 +130,20 @@ fn memory_status_show_and_reset() {
 #[test]
 fn tools_lists_what_a_run_offers() {
     let home = TestHome::new();
-    home.write_config("toolsets: [terminal, file, vision]\n");
+    home.write_config("toolsets: [terminal, file, vision, messaging]\n");
     let o = run(&home, &["tools"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(
-        out.starts_with("Toolsets from `toolsets`: terminal, file, vision\n"),
+        out.starts_with("Toolsets from `toolsets`: terminal, file, vision, messaging\n"),
         "{out}"
     );
     assert!(out.contains("✓ terminal\n    terminal"), "{out}");
+    assert!(out.contains("✓ vision\n    vision_analyze"), "{out}");
     assert!(out.contains("· todo\n"), "{out}");
+    // `send_message` exists only in the gateway.
     assert!(
-        out.contains("! toolset `vision` is not available in this build"),
+        out.contains("! toolset `messaging` is not available in this build"),
         "{out}"
     );
     // The Python Hermes's key wins over `toolsets`.

@@ -111,6 +111,10 @@ All checks passed.
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "local"),
+    ignore = "expects the embedded runtime: run with --features hermes-cli/local (scripts/test does)"
+)]
 fn status_reports_the_setup_on_one_screen() {
     let server = MockServer::start(Script::new(vec![Turn::text("hello")]));
     let home = TestHome::new();
@@ -463,6 +467,10 @@ fn a_profile_is_checked_in_its_own_home() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "local"),
+    ignore = "expects the embedded runtime: run with --features hermes-cli/local (scripts/test does)"
+)]
 fn the_local_model_file_is_checked_when_the_local_provider_is_selected() {
     let home = TestHome::new();
     home.write_config("model:\n  provider: local\n  path: models/fake.gguf\n");

@@ -15,7 +15,7 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use common::TestServer;
 use hermes_tools::{Redactor, Registry, ToolContext};
-use hermes_web::extract::{Summarizer, SummaryError, WebExtractTool};
+use hermes_web::extract::WebExtractTool;
 use hermes_web::net::{Fetcher, StaticResolver, UrlPolicy};
 use serde_json::{Value, json};
 
@@ -336,41 +336,4 @@ async fn long_pages_are_cut_with_the_full_text_saved() {
     assert!(saved.starts_with(cache.path().to_str().unwrap()), "{saved}");
     let full = std::fs::read_to_string(saved).unwrap();
     assert!(full.contains("Paragraph 300 of"));
-}
-
-struct FakeSummary;
-
-#[async_trait::async_trait]
-impl Summarizer for FakeSummary {
-    async fn summarize(
-        &self,
-        url: &str,
-        title: &str,
-        text: &str,
-        budget: usize,
-    ) -> Result<String, SummaryError> {
-        Ok(format!(
-            "SUMMARY of {title} at {url}: {} chars within {budget}",
-            text.chars().count()
-        ))
-    }
-}
-
-#[tokio::test]
-async fn a_summariser_replaces_the_cut_when_set() {
-    let srv = site().await;
-    let cache = tempfile::tempdir().unwrap();
-    let t = tool(&srv, cache.path()).with_summarizer(Arc::new(FakeSummary));
-    let result = extract(
-        &t,
-        &ctx(),
-        json!({"urls": [srv.url("/long"), srv.url("/notes.txt")], "char_limit": 2000}),
-    )
-    .await;
-    let text = result["results"][0]["content"].as_str().unwrap();
-    assert!(text.starts_with("SUMMARY of Long report at "), "{text}");
-    assert!(text.contains("within 2000"), "{text}");
-    assert!(text.contains("Summary of a"), "{text}");
-    // Short pages are never summarised.
-    assert_eq!(result["results"][1]["content"], "plain notes\nsecond line");
 }

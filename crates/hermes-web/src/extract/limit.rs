@@ -1,7 +1,7 @@
 //! Keeping a page within the model's budget, as the Python Hermes does: inline base64 images
 //! become `[IMAGE: alt]` placeholders; a page within the per-page character budget is returned
-//! whole; a longer one is summarised when a [`Summarizer`] is set (the auxiliary model), else
-//! cut to a head (75 %) and tail (25 %) on line boundaries with a footer saying how much was
+//! whole; a longer one is cut (no model summarises it, as in the Python Hermes 0.19) to a head
+//! (75 %) and tail (25 %) on line boundaries with a footer saying how much was
 //! shown and where the full text was saved (`$HERMES_HOME/cache/web/<host>-<hash>.md`, at most
 //! 2,000,000 characters) so `read_file` can page through the middle.
 
@@ -17,23 +17,6 @@ pub const MIN_CHAR_LIMIT: usize = 2_000;
 pub const MAX_CHAR_LIMIT: usize = 500_000;
 /// Largest copy of a page written to the cache.
 const MAX_STORED_CHARS: usize = 2_000_000;
-
-/// Something that can summarise a page that is over budget (the auxiliary model).
-#[async_trait::async_trait]
-pub trait Summarizer: Send + Sync {
-    /// A summary of `text` (from `url`) of at most about `budget` characters.
-    async fn summarize(
-        &self,
-        url: &str,
-        title: &str,
-        text: &str,
-        budget: usize,
-    ) -> Result<String, SummaryError>;
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("summarising failed: {0}")]
-pub struct SummaryError(pub String);
 
 static MD_B64: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"!\[(?P<alt>[^\]]*)\]\(\s*data:image/[^;]+;base64,[A-Za-z0-9+/=\s]+\)").ok()

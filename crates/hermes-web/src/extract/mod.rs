@@ -10,7 +10,6 @@ pub mod tool;
 
 use crate::net::Fetched;
 
-pub use limit::{Summarizer, SummaryError};
 pub use tool::WebExtractTool;
 
 /// One page as the model reads it.

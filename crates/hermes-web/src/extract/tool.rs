@@ -4,12 +4,11 @@
 //! session's known secrets is never fetched.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use hermes_tools::{Access, Tool, ToolContext, ToolError, ToolResult};
 use serde_json::{Value, json};
 
-use super::limit::{self, MAX_CHAR_LIMIT, MIN_CHAR_LIMIT, Summarizer};
+use super::limit::{self, MAX_CHAR_LIMIT, MIN_CHAR_LIMIT};
 use super::page_from;
 use crate::net::Fetcher;
 
@@ -24,7 +23,6 @@ pub struct WebExtractTool {
     cache_dir: PathBuf,
     /// The default per-page budget (`web.extract_char_limit`, else 15,000).
     char_limit: usize,
-    summarizer: Option<Arc<dyn Summarizer>>,
 }
 
 impl WebExtractTool {
@@ -33,14 +31,7 @@ impl WebExtractTool {
             fetcher,
             cache_dir,
             char_limit: char_limit.clamp(MIN_CHAR_LIMIT, MAX_CHAR_LIMIT),
-            summarizer: None,
         }
-    }
-
-    /// Pages over budget are summarised by `summarizer` instead of cut (cut when it fails).
-    pub fn with_summarizer(mut self, summarizer: Arc<dyn Summarizer>) -> WebExtractTool {
-        self.summarizer = Some(summarizer);
-        self
     }
 
     async fn one(&self, url: &str, budget: usize, ctx: &ToolContext) -> Value {
@@ -61,22 +52,13 @@ impl WebExtractTool {
             Err(_) => return fail(super::ExtractError::Crashed.to_string()),
         };
         let content = limit::strip_inline_images(&page.content);
-        let content = self.fit(&page.url, &page.title, content, budget).await;
+        let content = self.fit(&page.url, content, budget);
         json!({"url": page.url, "title": page.title, "content": content})
     }
 
-    async fn fit(&self, url: &str, title: &str, content: String, budget: usize) -> String {
+    fn fit(&self, url: &str, content: String, budget: usize) -> String {
         if content.chars().count() <= budget {
             return content;
-        }
-        if let Some(s) = &self.summarizer
-            && let Ok(summary) = s.summarize(url, title, &content, budget).await
-            && !summary.trim().is_empty()
-        {
-            let total = content.chars().count();
-            return format!(
-                "{summary}\n\n[Summary of a {total}-character page by the auxiliary model.]"
-            );
         }
         limit::truncate_with_footer(&content, url, budget, &self.cache_dir).0
     }
