@@ -514,7 +514,7 @@ impl IrcRig {
         home.write_file(
             ".env",
             &format!(
-                "IRC_SERVER=127.0.0.1\nIRC_PORT={}\nIRC_CHANNEL=#hermes\nIRC_USE_TLS=false\nIRC_NICKNAME={NICK}\nIRC_ALLOWED_USERS=ann\n",
+                "IRC_SERVER=127.0.0.1\nIRC_PORT={}\nIRC_CHANNEL=\"#hermes\"\nIRC_USE_TLS=false\nIRC_NICKNAME={NICK}\nIRC_ALLOWED_USERS=ann\n",
                 server.port
             ),
         );
