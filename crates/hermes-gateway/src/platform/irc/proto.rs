@@ -228,7 +228,7 @@ mod tests {
         assert_eq!(m.params, vec!["#hermes", "hermes-bot: hi there"]);
         let m = parse("PING :irc.example").unwrap();
         assert_eq!(
-            (m.prefix, m.command.as_str(), m.param(0)),
+            (m.prefix.as_deref(), m.command.as_str(), m.param(0)),
             (None, "PING", Some("irc.example"))
         );
         let m = parse(":srv 001 bot :Welcome").unwrap();

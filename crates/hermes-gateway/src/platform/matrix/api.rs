@@ -264,7 +264,12 @@ mod tests {
 
     #[test]
     fn room_ids_are_one_encoded_segment() {
-        let api = Api::new(reqwest::Client::new(), "http://h:8008/base/", "X").unwrap();
+        let api = Api::new(
+            crate::platform::http::client(PLATFORM).unwrap(),
+            "http://h:8008/base/",
+            "X",
+        )
+        .unwrap();
         let url = api
             .client_url(&["rooms", "!abc:localhost", "send", "m.room.message", "t/1"])
             .unwrap();
@@ -276,7 +281,12 @@ mod tests {
 
     #[test]
     fn matrix_errors_become_typed_errors() {
-        let api = Api::new(reqwest::Client::new(), "http://h", "MATRIX_ACCESS_TOKEN").unwrap();
+        let api = Api::new(
+            crate::platform::http::client(PLATFORM).unwrap(),
+            "http://h",
+            "MATRIX_ACCESS_TOKEN",
+        )
+        .unwrap();
         let e = api.error(
             401,
             MatrixErrorBody {
