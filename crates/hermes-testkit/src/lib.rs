@@ -3,8 +3,8 @@
 //! Bedrock Converse) with fault injection (including endless and trickling
 //! streams) and request capture, canned answers for other paths (an OAuth
 //! device-code / token server), isolated temp homes for running the `hermes`
-//! binary, measuring a child's peak memory, and doubles of the chat platforms
-//! ([`platforms`]).
+//! binary, measuring a child's peak memory, doubles of the chat platforms
+//! ([`platforms`]) and real chat servers started for a test ([`peers`]: Synapse, ngircd).
 //!
 //! ```no_run
 //! use hermes_testkit::{MockServer, Script, Turn};
@@ -22,6 +22,7 @@ pub mod http_client;
 mod measure;
 mod mock_server;
 pub mod openai_sse;
+pub mod peers;
 pub mod platforms;
 mod props;
 mod respond;

@@ -10,6 +10,8 @@ use hermes_config::{Config, Environment};
 use crate::platform::PlatformAdapter;
 use crate::platform::discord::{DiscordAdapter, DiscordSettings};
 use crate::platform::error::PlatformConfigError;
+use crate::platform::irc::{IrcAdapter, IrcSettings};
+use crate::platform::matrix::{MatrixAdapter, MatrixSettings};
 use crate::platform::settings::{PlatformSettings, PlatformsConfig, SUPPORTED};
 use crate::platform::slack::{SlackAdapter, SlackSettings};
 use crate::platform::telegram::{TelegramAdapter, TelegramSettings};
@@ -59,6 +61,14 @@ fn build_one(
             p, env,
         )?)?),
         "slack" => Arc::new(SlackAdapter::new(SlackSettings::from_platform(p)?)?),
+        "matrix" => {
+            let home = config.path.parent().filter(|h| !h.as_os_str().is_empty());
+            Arc::new(MatrixAdapter::new(
+                MatrixSettings::from_platform(p, env, home)?,
+                p.reply_to_mode,
+            )?)
+        }
+        "irc" => Arc::new(IrcAdapter::new(IrcSettings::from_platform(p, env)?)?),
         "webhook" => {
             let home = config.path.parent().filter(|h| !h.as_os_str().is_empty());
             let (settings, problems) = WebhookSettings::from_platform(p, home)?;
@@ -121,7 +131,7 @@ mod tests {
     #[test]
     fn enabled_platforms_become_adapters_and_problems_are_named() {
         let b = build(
-            "platforms:\n  matrix: {enabled: true}\n  slack: {enabled: true}\n  webhook:\n    enabled: true\n    extra:\n      routes:\n        a: {secret: s}\n        b: {prompt: x}\n",
+            "platforms:\n  mattermost: {enabled: true}\n  slack: {enabled: true}\n  webhook:\n    enabled: true\n    extra:\n      routes:\n        a: {secret: s}\n        b: {prompt: x}\n",
             &[
                 ("TELEGRAM_BOT_TOKEN", "1:a"),
                 ("DISCORD_BOT_TOKEN", "d"),
@@ -137,7 +147,7 @@ mod tests {
             b.errors[0]
         );
         let warnings = b.warnings.join("\n");
-        assert!(warnings.contains("no matrix adapter"), "{warnings}");
+        assert!(warnings.contains("no mattermost adapter"), "{warnings}");
         assert!(
             warnings.contains("route \"b\" has no HMAC secret"),
             "{warnings}"

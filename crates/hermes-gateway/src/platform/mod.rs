@@ -10,7 +10,8 @@
 //!   platform's limit with code blocks intact.
 //! - One module per platform: [`telegram`] (Bot API, long polling or webhook), [`discord`]
 //!   (gateway websocket + REST), [`slack`] (Socket Mode + Web API), [`webhook`] (inbound
-//!   HTTP routes with HMAC signatures).
+//!   HTTP routes with HMAC signatures), [`matrix`] (client-server API `/sync`), [`irc`]
+//!   (TCP/TLS line protocol).
 //!
 //! Adapters never take the process down: `run` reconnects with backoff until shutdown, and
 //! every failure is an error value or a status entry.
@@ -22,7 +23,9 @@ pub(crate) mod download;
 pub mod error;
 pub(crate) mod gate;
 pub(crate) mod http;
+pub mod irc;
 pub mod markdown;
+pub mod matrix;
 pub mod settings;
 pub mod slack;
 pub mod split;

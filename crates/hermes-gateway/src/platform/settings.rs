@@ -25,7 +25,7 @@ use regex::Regex;
 use serde_json::{Map, Value};
 
 /// The platforms this build has adapters for.
-pub const SUPPORTED: &[&str] = &["telegram", "discord", "slack", "webhook"];
+pub const SUPPORTED: &[&str] = &["telegram", "discord", "slack", "webhook", "matrix", "irc"];
 
 /// Every chat platform the Python Hermes knows; the ones not in [`SUPPORTED`] are reported
 /// when enabled.
@@ -383,6 +383,12 @@ fn env_enables(name: &str, env: &Environment) -> bool {
         "discord" => env.var("DISCORD_BOT_TOKEN").is_some(),
         "slack" => env.var("SLACK_BOT_TOKEN").is_some(),
         "webhook" => env_flag(env, "WEBHOOK_ENABLED"),
+        // Python's `_apply_env_overrides`: a token or a password turns Matrix on.
+        "matrix" => {
+            env.var("MATRIX_ACCESS_TOKEN").is_some() || env.var("MATRIX_PASSWORD").is_some()
+        }
+        // The IRC plugin's `_env_enablement`: a server and a channel.
+        "irc" => env.var("IRC_SERVER").is_some() && env.var("IRC_CHANNEL").is_some(),
         _ => false,
     }
 }
@@ -425,6 +431,7 @@ impl PlatformSettings {
             "telegram" => Some("TELEGRAM_BOT_TOKEN"),
             "discord" => Some("DISCORD_BOT_TOKEN"),
             "slack" => Some("SLACK_BOT_TOKEN"),
+            "matrix" => Some("MATRIX_ACCESS_TOKEN"),
             _ => None,
         };
         if let Some(var) = token_var
@@ -452,6 +459,9 @@ impl PlatformSettings {
             if let Some(secret) = env.var("WEBHOOK_SECRET") {
                 extra.insert("secret".into(), Value::String(secret));
             }
+        }
+        if env_enables(name, env) && !explicit_enabled && (name == "matrix" || name == "irc") {
+            enabled = true;
         }
         if name == "slack"
             && let Some(app) = env.var("SLACK_APP_TOKEN")
@@ -502,6 +512,35 @@ impl PlatformSettings {
                     .var(&format!("{prefix}_HOME_CHANNEL_NAME"))
                     .unwrap_or_else(|| default_name.into()),
                 thread_id: env.var(&format!("{prefix}_HOME_CHANNEL_THREAD_ID")),
+            });
+        }
+
+        // Matrix names its home a room (`MATRIX_HOME_ROOM`, Python's gateway config); IRC's
+        // home defaults to its channel (the plugin's `_env_enablement`).
+        if name == "matrix"
+            && let Some(chat_id) = env.var("MATRIX_HOME_ROOM")
+        {
+            home_channel = Some(HomeChannel {
+                chat_id,
+                name: env
+                    .var("MATRIX_HOME_ROOM_NAME")
+                    .unwrap_or_else(|| "Home".into()),
+                thread_id: env.var("MATRIX_HOME_ROOM_THREAD_ID"),
+            });
+        }
+        if name == "irc"
+            && home_channel.is_none()
+            && let Some(channel) = env
+                .var("IRC_CHANNEL")
+                .or_else(|| extra.get("channel").and_then(scalar_string))
+        {
+            let first = split_csv(&channel).into_iter().next().unwrap_or(channel);
+            home_channel = Some(HomeChannel {
+                name: env
+                    .var("IRC_HOME_CHANNEL_NAME")
+                    .unwrap_or_else(|| first.clone()),
+                chat_id: first,
+                thread_id: None,
             });
         }
 

@@ -1,6 +1,7 @@
-//! WebSocket client connections for the gateway-style platforms (Discord, Slack): `ws://` or
+//! Client connections: WebSockets for the gateway-style platforms (Discord, Slack), `ws://` or
 //! `wss://` (rustls with the ring provider and the platform's certificate verifier), with a
-//! deadline on connect + TLS + upgrade and bounded message sizes.
+//! deadline on connect + TLS + upgrade and bounded message sizes; and the plain TCP/TLS
+//! stream under them, which IRC uses as it is.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +22,40 @@ pub(crate) type WsStream = WebSocketStream<Box<dyn Stream>>;
 /// Largest message accepted from a platform (Discord's READY for a bot in many guilds is
 /// the largest: a few MiB).
 const MAX_MESSAGE: usize = 16 * 1024 * 1024;
+
+/// A TCP connection to `host:port`, wrapped in TLS (rustls with the platform's certificate
+/// verifier, the host as the server name) when `tls` is set. Errors are one line.
+pub(crate) async fn connect_stream(
+    host: &str,
+    port: u16,
+    tls: bool,
+) -> Result<Box<dyn Stream>, String> {
+    let tcp = TcpStream::connect((host.trim_matches(['[', ']']), port))
+        .await
+        .map_err(|e| format!("cannot connect to {host}:{port}: {e}"))?;
+    let _ = tcp.set_nodelay(true);
+    if !tls {
+        return Ok(Box::new(tcp));
+    }
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| format!("TLS setup: {e}"))?
+    .with_platform_verifier()
+    .map_err(|e| format!("TLS setup: {e}"))?
+    .with_no_client_auth();
+    let name = ServerName::try_from(host.trim_matches(['[', ']']).to_string())
+        .map_err(|e| format!("bad TLS server name {host}: {e}"))?;
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    Ok(Box::new(
+        connector
+            .connect(name, tcp)
+            .await
+            .map_err(|e| format!("TLS with {host}: {e}"))?,
+    ))
+}
 
 /// Opens a WebSocket to `url` within `deadline`. Errors are one line, without the query
 /// string (Slack's carries a ticket).
@@ -57,32 +92,7 @@ async fn connect_inner(url: &str) -> Result<WsStream, String> {
     let port = parsed
         .port_or_known_default()
         .ok_or_else(|| format!("websocket URL {} has no port", redact(url)))?;
-    let tcp = TcpStream::connect((host.trim_matches(['[', ']']), port))
-        .await
-        .map_err(|e| format!("cannot connect to {host}:{port}: {e}"))?;
-    let _ = tcp.set_nodelay(true);
-    let stream: Box<dyn Stream> = if tls {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS setup: {e}"))?
-        .with_platform_verifier()
-        .map_err(|e| format!("TLS setup: {e}"))?
-        .with_no_client_auth();
-        let name = ServerName::try_from(host.trim_matches(['[', ']']).to_string())
-            .map_err(|e| format!("bad TLS server name {host}: {e}"))?;
-        let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
-        Box::new(
-            connector
-                .connect(name, tcp)
-                .await
-                .map_err(|e| format!("TLS with {host}: {e}"))?,
-        )
-    } else {
-        Box::new(tcp)
-    };
+    let stream = connect_stream(&host, port, tls).await?;
     let config = WebSocketConfig::default()
         .max_message_size(Some(MAX_MESSAGE))
         .max_frame_size(Some(MAX_MESSAGE));

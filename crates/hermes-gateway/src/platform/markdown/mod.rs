@@ -1,16 +1,19 @@
 //! Markdown (what models write) to each platform's dialect: Telegram MarkdownV2 (everything
 //! outside entities escaped, so Telegram never rejects the message), Slack mrkdwn, Discord's
-//! markdown (tables as bullet groups, since Discord draws no tables) and plain text.
+//! markdown (tables as bullet groups, since Discord draws no tables), HTML (Matrix's
+//! `formatted_body`, [`render_html`]) and plain text.
 //!
 //! The text is read as blocks (fenced code, GFM tables, lines: headings, quotes, the rest),
 //! each line's inline markdown as a small tree ([`inline`]), and every dialect renders the
 //! same structure, so a construct it lacks degrades to readable text instead of stray
 //! syntax.
 
+mod html;
 mod inline;
 mod slack;
 mod table;
 mod telegram;
+mod text;
 
 use crate::platform::types::Dialect;
 
@@ -24,6 +27,17 @@ pub fn render(text: &str, dialect: Dialect) -> String {
         Dialect::TelegramV2 => render_blocks(&table::convert_tables(text), &telegram::Renderer),
         Dialect::SlackMrkdwn => render_blocks(text, &slack::Renderer),
     }
+}
+
+/// Model markdown as the HTML of Matrix's `formatted_body` (tables as bullet groups).
+pub fn render_html(text: &str) -> String {
+    render_blocks(&table::convert_tables(text), &html::Renderer)
+}
+
+/// Model markdown as unformatted text (IRC): markers and fences dropped, links as
+/// `label (url)`, tables as bullet groups.
+pub fn render_text(text: &str) -> String {
+    render_blocks(&table::convert_tables(text), &text::Renderer)
 }
 
 /// `text` shown as it is, escaped so the dialect reads no formatting in it (Slack has no
@@ -67,6 +81,10 @@ pub(crate) trait DialectRenderer {
     /// One quoted line (`level` `>` markers).
     fn quote(&self, level: usize, content: &[Inline], out: &mut String);
     fn inline(&self, items: &[Inline], out: &mut String);
+    /// What separates two lines outside code blocks.
+    fn line_break(&self) -> &'static str {
+        "\n"
+    }
 }
 
 /// A line that opens or closes a fence: three or more backticks at its start (after at most
@@ -145,14 +163,14 @@ fn render_blocks(text: &str, r: &dyn DialectRenderer) -> String {
             // Past the closing fence (or the end, when the model never closed it).
             i = j + 1;
             if i < lines.len() {
-                out.push('\n');
+                out.push_str(r.line_break());
             }
             continue;
         }
         render_line(line, r, &mut out);
         i += 1;
         if i < lines.len() {
-            out.push('\n');
+            out.push_str(r.line_break());
         }
     }
     out
