@@ -314,15 +314,22 @@ fn a_session_header_continues_the_stored_conversation() {
             ("user", "What is my name?"),
         ]
     );
-    let r = http(
-        &gw.addr,
-        "POST",
-        "/v1/chat/completions",
-        &[auth, "X-Hermes-Session-Id: 19990101_000000_nope"],
-        &second,
-    );
+    // An unknown session: 404, or in a stream (already 200) an error chunk with the same code.
+    let unknown = [
+        "Authorization: Bearer k1",
+        "X-Hermes-Session-Id: 19990101_000000_nope",
+    ];
+    let r = http(&gw.addr, "POST", "/v1/chat/completions", &unknown, &first);
     assert_eq!(r.status, 404, "{}", r.body);
     assert_eq!(r.json()["error"]["code"], "session_not_found");
+    let r = http(&gw.addr, "POST", "/v1/chat/completions", &unknown, &second);
+    let evs = events(&r.body);
+    let finish: Value = serde_json::from_str(&evs[evs.len() - 2].1).unwrap();
+    assert_eq!(finish["error"]["code"], "session_not_found");
+    assert_eq!(
+        finish["error"]["message"],
+        "Session not found: 19990101_000000_nope"
+    );
     let (code, _) = gw.terminate();
     assert_eq!(code, Some(0));
     // One stored session holds both exchanges.

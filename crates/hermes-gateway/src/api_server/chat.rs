@@ -177,6 +177,10 @@ fn streamed(
 /// `openai` SDK raises it as an `APIError`).
 fn last_chunk(completion: &Completion, outcome: &Result<TurnOutcome, super::RunnerError>) -> Value {
     let (finish_reason, error) = match outcome {
+        Err(e @ super::RunnerError::SessionNotFound(_)) => (
+            "error",
+            Some((e.to_string(), "invalid_request_error", "session_not_found")),
+        ),
         Err(e) => (
             "error",
             Some((e.to_string(), "server_error", "agent_error")),
