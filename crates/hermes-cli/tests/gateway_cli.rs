@@ -407,3 +407,85 @@ fn responses_chain_through_previous_response_id_with_the_tool_turn() {
     assert_eq!(store.list_sessions(10, None).unwrap().len(), 1);
     assert!(home.hermes_home().join("api_responses.db").is_file());
 }
+
+#[test]
+fn a_run_asks_for_approval_through_the_api_and_its_events_tell_the_story() {
+    let home = TestHome::new();
+    let victim = home.workdir().join("victim-dir");
+    std::fs::create_dir_all(&victim).unwrap();
+    let server = MockServer::start(Script::new(vec![
+        Turn::tool(
+            "terminal",
+            json!({"command": format!("rm -rf {}", victim.display())}),
+        ),
+        Turn::text("Deleted."),
+    ]));
+    home.write_mock_config(&server);
+    let gw = Gateway::start(&home, &[]);
+    let r = http(
+        &gw.addr,
+        "POST",
+        "/v1/runs",
+        &[],
+        r#"{"input": "delete it"}"#,
+    );
+    assert_eq!(r.status, 202, "{}", r.body);
+    let id = r.json()["run_id"].as_str().unwrap().to_string();
+    let status_path = format!("/v1/runs/{id}");
+    let wait_for = |want: &str| {
+        for _ in 0..1000 {
+            let v = http(&gw.addr, "GET", &status_path, &[], "").json();
+            if v["status"] == want {
+                return v;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        panic!("run never reached {want}");
+    };
+    wait_for("waiting_for_approval");
+    assert!(victim.exists(), "ran before approval");
+    let r = http(
+        &gw.addr,
+        "POST",
+        &format!("/v1/runs/{id}/approval"),
+        &[],
+        r#"{"choice": "once"}"#,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let done = wait_for("completed");
+    assert_eq!(done["output"], "Deleted.");
+    assert!(!victim.exists(), "the approved command did not run");
+    let r = http(&gw.addr, "GET", &format!("/v1/runs/{id}/events"), &[], "");
+    let evs: Vec<Value> = events(&r.body)
+        .iter()
+        .map(|(_, d)| serde_json::from_str(d).unwrap())
+        .collect();
+    let kinds: Vec<&str> = evs.iter().map(|e| e["event"].as_str().unwrap()).collect();
+    assert_eq!(kinds.first(), Some(&"run.started"));
+    let asked = evs
+        .iter()
+        .find(|e| e["event"] == "approval.request")
+        .unwrap();
+    assert!(
+        asked["command"].as_str().unwrap().starts_with("rm -rf "),
+        "{asked}"
+    );
+    let order: Vec<&str> = kinds
+        .iter()
+        .copied()
+        .filter(|k| *k != "message.delta")
+        .collect();
+    assert_eq!(
+        order,
+        vec![
+            "run.started",
+            "tool.started",
+            "approval.request",
+            "approval.responded",
+            "tool.completed",
+            "run.completed",
+        ]
+    );
+    let (code, _) = gw.terminate();
+    assert_eq!(code, Some(0));
+}
