@@ -463,7 +463,10 @@ pub(crate) fn check_auth(s: &Shared, headers: &HeaderMap) -> Option<Response> {
 /// the header. As in the Python Hermes, continuing exposes a stored conversation, so it needs
 /// a configured key (403 without one); ids with control characters or path separators, or
 /// longer than 256 bytes, are refused (400).
-pub(crate) fn session_header(s: &Shared, headers: &HeaderMap) -> Result<Option<String>, Response> {
+pub(crate) fn session_header(
+    s: &Shared,
+    headers: &HeaderMap,
+) -> Result<Option<String>, Box<Response>> {
     let Some(raw) = headers.get(SESSION_ID_HEADER) else {
         return Ok(None);
     };
@@ -472,28 +475,28 @@ pub(crate) fn session_header(s: &Shared, headers: &HeaderMap) -> Result<Option<S
         return Ok(None);
     }
     if s.config.key.as_deref().is_none_or(str::is_empty) {
-        return Err(error_response(
+        return Err(Box::new(error_response(
             StatusCode::FORBIDDEN,
             "Session continuation requires API key authentication: set API_SERVER_KEY",
             "invalid_request_error",
             Some("session_continuation_forbidden"),
-        ));
+        )));
     }
     if id.len() > MAX_SESSION_ID_LEN {
-        return Err(error_response(
+        return Err(Box::new(error_response(
             StatusCode::BAD_REQUEST,
             "Session ID too long",
             "invalid_request_error",
             Some("invalid_session_id"),
-        ));
+        )));
     }
     if id.chars().any(char::is_control) || id.contains(['/', '\\']) || id.contains("..") {
-        return Err(error_response(
+        return Err(Box::new(error_response(
             StatusCode::BAD_REQUEST,
             "Invalid session ID",
             "invalid_request_error",
             Some("invalid_session_id"),
-        ));
+        )));
     }
     Ok(Some(id.to_string()))
 }
@@ -508,7 +511,7 @@ pub(crate) fn wants_progress_events(headers: &HeaderMap) -> bool {
 }
 
 /// A place in the concurrency limit, or the 429 answer.
-pub(crate) fn admit(s: &Shared) -> Result<Option<OwnedSemaphorePermit>, Response> {
+pub(crate) fn admit(s: &Shared) -> Result<Option<OwnedSemaphorePermit>, Box<Response>> {
     let Some(sem) = &s.limit else {
         return Ok(None);
     };
@@ -526,7 +529,7 @@ pub(crate) fn admit(s: &Shared) -> Result<Option<OwnedSemaphorePermit>, Response
             );
             r.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-            Err(r)
+            Err(Box::new(r))
         }
     }
 }
@@ -619,10 +622,10 @@ pub(crate) fn sse_response(
 /// The request body, or the answer for one too large or unreadable (413 / 400).
 pub(crate) fn body_bytes(
     body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
-) -> Result<axum::body::Bytes, Response> {
+) -> Result<axum::body::Bytes, Box<Response>> {
     body.map_err(|rejection| {
         let status = rejection.status();
-        if status == StatusCode::PAYLOAD_TOO_LARGE {
+        Box::new(if status == StatusCode::PAYLOAD_TOO_LARGE {
             error_response(
                 status,
                 &format!("Request body too large (the limit is {MAX_BODY_BYTES} bytes)"),
@@ -636,7 +639,7 @@ pub(crate) fn body_bytes(
                 "invalid_request_error",
                 None,
             )
-        }
+        })
     })
 }
 

@@ -37,7 +37,7 @@ pub(crate) async fn chat_completions(
     }
     let body = match body_bytes(body) {
         Ok(b) => b,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let request = match wire::parse_chat_request(&body) {
         Ok(r) => r,
@@ -45,11 +45,11 @@ pub(crate) async fn chat_completions(
     };
     let session = match session_header(&s, &headers) {
         Ok(id) => id,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let permit = match admit(&s) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let completion = Completion {
         id: new_id("chatcmpl-"),

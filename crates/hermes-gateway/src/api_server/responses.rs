@@ -317,7 +317,7 @@ fn output_items(outcome: &TurnOutcome, message_id: &str) -> Vec<Value> {
 pub(crate) fn turn_of(
     s: &Shared,
     r: &ResponsesRequest,
-) -> Result<(TurnInput, Option<String>), Response> {
+) -> Result<(TurnInput, Option<String>), Box<Response>> {
     let mut instructions = r.instructions.clone();
     let mut session = None;
     let mut history = match (&r.conversation_history, &r.previous_response_id) {
@@ -331,14 +331,14 @@ pub(crate) fn turn_of(
                 stored.conversation
             }
             Ok(None) => {
-                return Err(error_response(
+                return Err(Box::new(error_response(
                     StatusCode::NOT_FOUND,
                     &format!("Previous response not found: {prev}"),
                     "invalid_request_error",
                     Some("previous_response_not_found"),
-                ));
+                )));
             }
-            Err(e) => return Err(store_error(&e)),
+            Err(e) => return Err(Box::new(store_error(&e))),
         },
         (None, None) => Vec::new(),
     };
@@ -391,7 +391,7 @@ pub(crate) async fn create(
     }
     let body = match body_bytes(body) {
         Ok(b) => b,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let request = match parse_request(&body) {
         Ok(r) => r,
@@ -409,11 +409,11 @@ pub(crate) async fn create(
     };
     let (input, instructions) = match turn_of(&s, &request) {
         Ok(t) => t,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let permit = match admit(&s) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let envelope = Envelope {
         id: new_id("resp_"),

@@ -196,7 +196,7 @@ pub(crate) async fn start(
     }
     let body = match body_bytes(body) {
         Ok(b) => b,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let request = match parse_request(&body) {
         Ok(r) => r,
@@ -214,11 +214,11 @@ pub(crate) async fn start(
     };
     let (mut input, _) = match turn_of(&s, &request) {
         Ok(t) => t,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let permit = match admit(&s) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let id = new_id("run_");
     let created = now();
@@ -390,7 +390,7 @@ pub(crate) async fn approval(
     };
     let body = match body_bytes(body) {
         Ok(b) => b,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let raw = serde_json::from_slice::<Value>(&body)
         .ok()
