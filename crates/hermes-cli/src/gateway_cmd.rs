@@ -24,8 +24,8 @@ use hermes_gateway::api_server::{
 };
 use hermes_gateway::chat::{self, ChatGateway};
 use hermes_gateway::platform::{BuiltAdapters, build_adapters};
-use hermes_protocol::Message;
-use hermes_runtime::{Platform, Runtime, SessionSpec, Unattended};
+use hermes_runtime::{Platform, Resume, Runtime, SessionError, SessionSpec, Unattended};
+use hermes_store::StoreError;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -86,7 +86,7 @@ pub async fn run(common: &CommonArgs, args: &GatewayArgs) -> Result<ExitCode, Cl
     };
     let runtime = crate::session::runtime(&common)?;
     let (home, config, env) = (runtime.home(), runtime.config(), runtime.env());
-    let server_config = server_config(args, config, env, home.profile_name())?;
+    let server_config = server_config(args, config, env, home)?;
     api_server::check_bind(&server_config.host, server_config.key.as_deref())
         .map_err(|e| CliError::config(e.to_string()))?;
     if let Some(pid) = chat::state::running_pid(home.root()) {
@@ -336,8 +336,9 @@ fn server_config(
     args: &GatewayArgs,
     config: &Config,
     env: &Environment,
-    profile: Option<String>,
+    home: &hermes_config::HermesHome,
 ) -> Result<ApiServerConfig, CliError> {
+    let profile = home.profile_name();
     let setting = |var: &str, key: &str| {
         env.var(var)
             .filter(|v| !v.trim().is_empty())
@@ -390,11 +391,14 @@ fn server_config(
         max_concurrent,
         model_name,
         version: env!("CARGO_PKG_VERSION").into(),
+        response_store: Some(home.join(api_server::response_store::FILE_NAME)),
     })
 }
 
-/// One request, one fresh session of the gateway's runtime (nobody to ask for approvals),
-/// recorded with source `api`.
+/// One request, one session of the gateway's runtime, recorded with source `api`: a new stored
+/// session, or the one the request continues. The client's system text becomes part of the
+/// session's system prompt. Approval prompts go to the request's approver (a run's client),
+/// else nobody is asked (the unattended rules).
 struct AgentRunner {
     runtime: Runtime,
     spec: SessionSpec,
@@ -408,28 +412,42 @@ impl TurnRunner for AgentRunner {
         events: Arc<dyn EventSink>,
         cancel: CancellationToken,
     ) -> Result<TurnOutcome, RunnerError> {
-        let mut session = self
-            .runtime
-            .open_session(self.spec.clone(), Arc::new(Unattended))
-            .await
-            .map_err(|e| RunnerError {
-                message: e.to_string(),
-            })?;
-        let mut history = Vec::with_capacity(input.history.len() + 1);
-        // The request's system messages come first, after the agent's own system prompt.
-        if let Some(system) = input.system.filter(|s| !s.trim().is_empty()) {
-            history.push(Message::system(system));
+        let spec = SessionSpec {
+            instructions: input.system.filter(|s| !s.trim().is_empty()),
+            resume: match &input.session {
+                Some(id) => Resume::Session(id.clone()),
+                None => Resume::New,
+            },
+            ..self.spec.clone()
+        };
+        let interaction: Arc<dyn hermes_tools::Interaction> = match input.approver {
+            Some(approver) => approver.0,
+            None => Arc::new(Unattended),
+        };
+        let mut session =
+            self.runtime
+                .open_session(spec, interaction)
+                .await
+                .map_err(|e| match (e, &input.session) {
+                    (SessionError::Store(StoreError::SessionNotFound(_)), Some(id)) => {
+                        RunnerError::SessionNotFound(id.clone())
+                    }
+                    (e, _) => RunnerError::Setup(e.to_string()),
+                })?;
+        if let Some(history) = input.history {
+            session.continue_from(history);
         }
-        history.extend(input.history);
-        session.continue_from(history);
         let report = session.turn(&input.user, events.as_ref(), cancel).await;
         let session_id = session.session_id();
+        let conversation = session.history().to_vec();
         session.close().await;
         Ok(TurnOutcome {
             final_text: report.final_text,
             end: report.end,
             usage: report.usage,
             session_id: Some(session_id),
+            conversation,
+            added: report.added,
         })
     }
 }

@@ -1,32 +1,41 @@
-//! The OpenAI-compatible API server: `GET /health`, `GET /v1/models` and
-//! `POST /v1/chat/completions` (a JSON answer, or `chat.completion.chunk` events over SSE ending
-//! in `data: [DONE]`, with `event: hermes.tool.progress` events for tool calls, as the Python
-//! Hermes sends them). Each request is one agent turn run by the injected [`TurnRunner`]; turns
-//! run concurrently up to a limit (429 beyond it), a client that goes away cancels its turn, and
-//! shutting the server down cancels every turn in flight. With a key, every `/v1` request needs
-//! `Authorization: Bearer KEY`; without one the server only binds to loopback addresses.
+//! The OpenAI-compatible API server, the Python Hermes's routes: `GET /health`,
+//! `GET /v1/models[/{id}]`, `POST /v1/chat/completions` ([`chat`]: a JSON answer, or
+//! `chat.completion.chunk` events over SSE ending in `data: [DONE]`), and the Responses API
+//! ([`responses`]: `POST /v1/responses`, `GET`/`DELETE /v1/responses/{id}`, chained through
+//! `previous_response_id` over a bounded [`response_store`]) and runs ([`runs`]: a turn started
+//! in the background, followed over an event stream, its approval prompts answered through the
+//! API, stoppable). Each request is one agent turn run
+//! by the injected [`TurnRunner`]; turns run concurrently up to a limit (429 beyond it), a client
+//! that goes away cancels its turn, and shutting the server down cancels every turn in flight.
+//! With a key, every route but `/health` needs `Authorization: Bearer KEY`; without one the
+//! server only binds to loopback addresses. Every error is OpenAI's error envelope; an unknown
+//! route answers 404 naming the routes that exist.
 
-use std::collections::HashSet;
-use std::convert::Infallible;
+pub mod chat;
+pub mod response_store;
+pub mod responses;
+pub mod runs;
+
 use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::Router;
-use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use hermes_core::EventSink;
-use hermes_protocol::{AgentEvent, Message, TurnEnd, Usage};
+use hermes_protocol::{Message, TurnEnd, Usage};
 use serde_json::{Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use crate::outcome;
-use crate::wire::{self, ChatRequest, Completion};
+use crate::wire;
 
 /// Python's port.
 pub const DEFAULT_PORT: u16 = 8642;
@@ -35,15 +44,66 @@ pub const DEFAULT_HOST: &str = "127.0.0.1";
 pub const DEFAULT_MAX_CONCURRENT: usize = 10;
 /// The model id reported when nothing else names one (Python's).
 pub const DEFAULT_MODEL_NAME: &str = "hermes-agent";
+/// The largest request body accepted (a long conversation with images fits; more is 413).
+pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+
+/// Continue a stored session: the conversation comes from the store, the answer names it.
+pub const SESSION_ID_HEADER: &str = "x-hermes-session-id";
+/// Opt in to `event: hermes.tool.progress` SSE events (value `events`, `1` or `true`); without
+/// it tool progress travels as SSE comment lines, which every standard client skips.
+pub const TOOL_PROGRESS_HEADER: &str = "x-hermes-tool-progress";
+/// Longest session id accepted in [`SESSION_ID_HEADER`].
+const MAX_SESSION_ID_LEN: usize = 256;
+
+/// The routes this server answers, named by the 404 of any other.
+pub const ROUTES: &[&str] = &[
+    "GET /health",
+    "GET /v1/health",
+    "GET /v1/models",
+    "GET /v1/models/{model}",
+    "GET /v1/capabilities",
+    "POST /v1/chat/completions",
+    "POST /v1/responses",
+    "GET /v1/responses/{response_id}",
+    "DELETE /v1/responses/{response_id}",
+    "POST /v1/runs",
+    "GET /v1/runs/{run_id}",
+    "GET /v1/runs/{run_id}/events",
+    "POST /v1/runs/{run_id}/approval",
+    "POST /v1/runs/{run_id}/stop",
+];
 
 /// One turn as the runner receives it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct TurnInput {
-    /// The request's system messages, layered on the agent's own system prompt.
+    /// The client's own system text (system messages, `instructions`): merged into the agent's
+    /// system prompt, never sent as a second system message.
     pub system: Option<String>,
-    /// The conversation before the last user message.
-    pub history: Vec<Message>,
+    /// The conversation before `user`; `None`: the stored conversation of `session`.
+    pub history: Option<Vec<Message>>,
     pub user: String,
+    /// The stored session to record the turn in (and, without `history`, to continue);
+    /// `None`: a new one.
+    pub session: Option<String>,
+    /// Who answers approval prompts (a run's API client); `None`: nobody is asked, the
+    /// session's unattended rules apply.
+    pub approver: Option<Approver>,
+}
+
+/// The [`Interaction`](hermes_tools::Interaction) a turn asks for approvals.
+#[derive(Clone)]
+pub struct Approver(pub Arc<dyn hermes_tools::Interaction>);
+
+impl std::fmt::Debug for Approver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Approver")
+    }
+}
+
+impl PartialEq for Approver {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// What a turn produced, and the stored session it was recorded in.
@@ -54,13 +114,23 @@ pub struct TurnOutcome {
     pub end: TurnEnd,
     pub usage: Usage,
     pub session_id: Option<String>,
+    /// The conversation after the turn (without the system prompt): what a later turn
+    /// chained to this one continues from.
+    pub conversation: Vec<Message>,
+    /// What this turn added to it: the user message, assistant messages (with their tool
+    /// calls), tool results.
+    pub added: Vec<Message>,
 }
 
-/// A turn that could not start (the session could not be built: bad configuration, ...).
+/// A turn that could not start.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct RunnerError {
-    pub message: String,
+pub enum RunnerError {
+    /// The stored session to continue does not exist.
+    #[error("Session not found: {0}")]
+    SessionNotFound(String),
+    /// The session could not be built (bad configuration, a damaged store, ...).
+    #[error("{0}")]
+    Setup(String),
 }
 
 /// Runs one agent turn: builds a session, runs `input`, sends the agent's events to `events`
@@ -79,7 +149,7 @@ pub trait TurnRunner: Send + Sync + 'static {
 pub struct ApiServerConfig {
     pub host: String,
     pub port: u16,
-    /// `API_SERVER_KEY`: when set, every `/v1` request must carry it as a Bearer token.
+    /// `API_SERVER_KEY`: when set, every route but `/health` must carry it as a Bearer token.
     pub key: Option<String>,
     /// Turns allowed at once; 0 means no limit.
     pub max_concurrent: usize,
@@ -87,6 +157,8 @@ pub struct ApiServerConfig {
     pub model_name: String,
     /// Reported by `/health`.
     pub version: String,
+    /// Where stored Responses live across restarts (`None`: in memory only).
+    pub response_store: Option<PathBuf>,
 }
 
 impl Default for ApiServerConfig {
@@ -98,6 +170,7 @@ impl Default for ApiServerConfig {
             max_concurrent: DEFAULT_MAX_CONCURRENT,
             model_name: DEFAULT_MODEL_NAME.into(),
             version: String::new(),
+            response_store: None,
         }
     }
 }
@@ -115,6 +188,8 @@ pub enum ServeError {
         port: u16,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Store(#[from] response_store::StoreError),
 }
 
 /// Refuses a bind that would expose an unauthenticated agent: without a key only loopback
@@ -138,12 +213,14 @@ pub fn check_bind(host: &str, key: Option<&str>) -> Result<(), ServeError> {
     }
 }
 
-struct Shared {
-    config: ApiServerConfig,
-    runner: Arc<dyn TurnRunner>,
+pub(crate) struct Shared {
+    pub(crate) config: ApiServerConfig,
+    pub(crate) runner: Arc<dyn TurnRunner>,
     limit: Option<Arc<Semaphore>>,
     /// Parent of every turn's cancellation: cancelled at shutdown.
-    turns: CancellationToken,
+    pub(crate) turns: CancellationToken,
+    pub(crate) responses: response_store::ResponseStore,
+    pub(crate) runs: runs::Runs,
 }
 
 /// A bound, not yet serving, API server.
@@ -153,12 +230,17 @@ pub struct ApiServer {
 }
 
 impl ApiServer {
-    /// Checks the bind rule and binds `host:port` (port 0: any free port).
+    /// Checks the bind rule, opens the response store and binds `host:port` (port 0: any free
+    /// port).
     pub async fn bind(
         config: ApiServerConfig,
         runner: Arc<dyn TurnRunner>,
     ) -> Result<Self, ServeError> {
         check_bind(&config.host, config.key.as_deref())?;
+        let responses = response_store::ResponseStore::open(
+            config.response_store.as_deref(),
+            response_store::MAX_STORED_RESPONSES,
+        )?;
         let host = config.host.trim_start_matches('[').trim_end_matches(']');
         let listener = tokio::net::TcpListener::bind((host, config.port))
             .await
@@ -176,6 +258,8 @@ impl ApiServer {
                 runner,
                 limit,
                 turns: CancellationToken::new(),
+                responses,
+                runs: runs::Runs::new(runs::MAX_KEPT_RUNS),
             }),
         })
     }
@@ -203,19 +287,48 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/health", get(health))
         .route("/v1/health", get(health))
         .route("/v1/models", get(models))
-        .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/models/{model}", get(model))
+        .route("/v1/chat/completions", post(chat::chat_completions))
+        .route("/v1/responses", post(responses::create))
+        .route(
+            "/v1/responses/{id}",
+            get(responses::retrieve).delete(responses::delete),
+        )
+        .route("/v1/capabilities", get(capabilities))
+        .route("/v1/runs", post(runs::start))
+        .route("/v1/runs/{id}", get(runs::status))
+        .route("/v1/runs/{id}/events", get(runs::events))
+        .route("/v1/runs/{id}/approval", post(runs::approval))
+        .route("/v1/runs/{id}/stop", post(runs::stop))
         .fallback(not_found)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(shared)
 }
 
-fn json_response(status: StatusCode, body: Value) -> Response {
+pub(crate) fn json_response(status: StatusCode, body: Value) -> Response {
     (status, axum::Json(body)).into_response()
 }
 
-async fn not_found() -> Response {
-    json_response(
+/// An error answer in OpenAI's envelope.
+pub(crate) fn error_response(
+    status: StatusCode,
+    message: &str,
+    kind: &str,
+    code: Option<&str>,
+) -> Response {
+    json_response(status, wire::error_body(message, kind, None, code))
+}
+
+async fn not_found(method: Method, uri: Uri) -> Response {
+    error_response(
         StatusCode::NOT_FOUND,
-        wire::error_body("Not found", "invalid_request_error", None, None),
+        &format!(
+            "Unknown route: {method} {}. This server answers: {}",
+            uri.path(),
+            ROUTES.join(", ")
+        ),
+        "invalid_request_error",
+        Some("unknown_route"),
     )
 }
 
@@ -236,8 +349,98 @@ async fn models(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Response {
     )
 }
 
+async fn model(
+    State(s): State<Arc<Shared>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    if let Some(denied) = check_auth(&s, &headers) {
+        return denied;
+    }
+    if id != s.config.model_name {
+        return error_response(
+            StatusCode::NOT_FOUND,
+            &format!(
+                "The model '{id}' does not exist; this server answers as '{}'",
+                s.config.model_name
+            ),
+            "invalid_request_error",
+            Some("model_not_found"),
+        );
+    }
+    json_response(
+        StatusCode::OK,
+        wire::model(&s.config.model_name, unix_now()),
+    )
+}
+
+/// `GET /v1/capabilities`: the API surface this server has, in the Python Hermes's shape, for
+/// clients that discover features instead of assuming them (what this build lacks is `false`
+/// and has no endpoint entry).
+async fn capabilities(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    if let Some(denied) = check_auth(&s, &headers) {
+        return denied;
+    }
+    let endpoint = |method: &str, path: &str| json!({"method": method, "path": path});
+    json_response(
+        StatusCode::OK,
+        json!({
+            "object": "hermes.api_server.capabilities",
+            "platform": "hermes-agent",
+            "model": s.config.model_name,
+            "auth": {"type": "bearer", "required": s.config.key.as_deref().is_some_and(|k| !k.is_empty())},
+            "runtime": {
+                "mode": "server_agent",
+                "tool_execution": "server",
+                "split_runtime": false,
+                "description": "Each request runs a Hermes agent turn on the server; tools execute on the API server's host.",
+            },
+            "features": {
+                "chat_completions": true,
+                "chat_completions_streaming": true,
+                "responses_api": true,
+                "responses_streaming": true,
+                "run_submission": true,
+                "run_status": true,
+                "run_events_sse": true,
+                "run_stop": true,
+                "run_approval_response": true,
+                "tool_progress_events": true,
+                "tool_progress_header": "X-Hermes-Tool-Progress",
+                "approval_events": true,
+                "session_resources": false,
+                "session_chat": false,
+                "session_chat_streaming": false,
+                "session_fork": false,
+                "admin_config_rw": false,
+                "jobs_admin": false,
+                "memory_write_api": false,
+                "skills_api": false,
+                "audio_api": false,
+                "realtime_voice": false,
+                "session_continuity_header": "X-Hermes-Session-Id",
+                "cors": false,
+            },
+            "endpoints": {
+                "health": endpoint("GET", "/health"),
+                "models": endpoint("GET", "/v1/models"),
+                "model": endpoint("GET", "/v1/models/{model}"),
+                "chat_completions": endpoint("POST", "/v1/chat/completions"),
+                "responses": endpoint("POST", "/v1/responses"),
+                "response": endpoint("GET", "/v1/responses/{response_id}"),
+                "response_delete": endpoint("DELETE", "/v1/responses/{response_id}"),
+                "runs": endpoint("POST", "/v1/runs"),
+                "run_status": endpoint("GET", "/v1/runs/{run_id}"),
+                "run_events": endpoint("GET", "/v1/runs/{run_id}/events"),
+                "run_approval": endpoint("POST", "/v1/runs/{run_id}/approval"),
+                "run_stop": endpoint("POST", "/v1/runs/{run_id}/stop"),
+            },
+        }),
+    )
+}
+
 /// `None` when the request may proceed, else the 401 answer.
-fn check_auth(s: &Shared, headers: &HeaderMap) -> Option<Response> {
+pub(crate) fn check_auth(s: &Shared, headers: &HeaderMap) -> Option<Response> {
     let key = s.config.key.as_deref().filter(|k| !k.is_empty())?;
     let token = headers
         .get(header::AUTHORIZATION)
@@ -248,15 +451,196 @@ fn check_auth(s: &Shared, headers: &HeaderMap) -> Option<Response> {
     if constant_time_eq(token.as_bytes(), key.as_bytes()) {
         return None;
     }
-    Some(json_response(
+    Some(error_response(
         StatusCode::UNAUTHORIZED,
-        wire::error_body(
-            "Invalid API key",
-            "invalid_request_error",
-            None,
-            Some("invalid_api_key"),
-        ),
+        "Invalid API key",
+        "invalid_request_error",
+        Some("invalid_api_key"),
     ))
+}
+
+/// The stored session a request asks to continue ([`SESSION_ID_HEADER`]): `Ok(None)` without
+/// the header. As in the Python Hermes, continuing exposes a stored conversation, so it needs
+/// a configured key (403 without one); ids with control characters or path separators, or
+/// longer than 256 bytes, are refused (400).
+pub(crate) fn session_header(
+    s: &Shared,
+    headers: &HeaderMap,
+) -> Result<Option<String>, Box<Response>> {
+    let Some(raw) = headers.get(SESSION_ID_HEADER) else {
+        return Ok(None);
+    };
+    let id = raw.to_str().map(str::trim).unwrap_or("\u{0}");
+    if id.is_empty() {
+        return Ok(None);
+    }
+    if s.config.key.as_deref().is_none_or(str::is_empty) {
+        return Err(Box::new(error_response(
+            StatusCode::FORBIDDEN,
+            "Session continuation requires API key authentication: set API_SERVER_KEY",
+            "invalid_request_error",
+            Some("session_continuation_forbidden"),
+        )));
+    }
+    if id.len() > MAX_SESSION_ID_LEN {
+        return Err(Box::new(error_response(
+            StatusCode::BAD_REQUEST,
+            "Session ID too long",
+            "invalid_request_error",
+            Some("invalid_session_id"),
+        )));
+    }
+    if id.chars().any(char::is_control) || id.contains(['/', '\\']) || id.contains("..") {
+        return Err(Box::new(error_response(
+            StatusCode::BAD_REQUEST,
+            "Invalid session ID",
+            "invalid_request_error",
+            Some("invalid_session_id"),
+        )));
+    }
+    Ok(Some(id.to_string()))
+}
+
+/// Whether the client asked for `event: hermes.tool.progress` events ([`TOOL_PROGRESS_HEADER`]).
+pub(crate) fn wants_progress_events(headers: &HeaderMap) -> bool {
+    headers
+        .get(TOOL_PROGRESS_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim().to_ascii_lowercase())
+        .is_some_and(|v| matches!(v.as_str(), "events" | "1" | "true" | "yes"))
+}
+
+/// A place in the concurrency limit, or the 429 answer.
+pub(crate) fn admit(s: &Shared) -> Result<Option<OwnedSemaphorePermit>, Box<Response>> {
+    let Some(sem) = &s.limit else {
+        return Ok(None);
+    };
+    match sem.clone().try_acquire_owned() {
+        Ok(p) => Ok(Some(p)),
+        Err(_) => {
+            let mut r = error_response(
+                StatusCode::TOO_MANY_REQUESTS,
+                &format!(
+                    "Too many concurrent runs (the limit is {}); retry shortly",
+                    s.config.max_concurrent
+                ),
+                "rate_limit_error",
+                Some("concurrency_limit"),
+            );
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            Err(Box::new(r))
+        }
+    }
+}
+
+/// The answer of a turn that could not start.
+pub(crate) fn runner_error_response(e: &RunnerError) -> Response {
+    match e {
+        RunnerError::SessionNotFound(_) => error_response(
+            StatusCode::NOT_FOUND,
+            &e.to_string(),
+            "invalid_request_error",
+            Some("session_not_found"),
+        ),
+        RunnerError::Setup(m) => {
+            error_response(StatusCode::INTERNAL_SERVER_ERROR, m, "server_error", None)
+        }
+    }
+}
+
+/// The error answer of a turn that ran but did not answer (`None`: it answered), with
+/// `Retry-After` for rate limits.
+pub(crate) fn turn_error_response(end: &TurnEnd) -> Option<Response> {
+    let shape = outcome::error_shape(end)?;
+    let message = match end {
+        TurnEnd::Interrupted => "the turn was cancelled".to_string(),
+        TurnEnd::Failed(f) => f.message.clone(),
+        TurnEnd::Completed | TurnEnd::BudgetExhausted => String::new(),
+    };
+    let mut r = error_response(shape.status, &message, shape.kind, Some(shape.code));
+    if let Some(secs) = outcome::retry_after(end)
+        && let Ok(v) = HeaderValue::from_str(&secs.to_string())
+    {
+        r.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    Some(r)
+}
+
+/// Names the stored session on an answer.
+pub(crate) fn set_session_header(response: &mut Response, session_id: Option<&str>) {
+    if let Some(v) = session_id.and_then(|id| HeaderValue::from_str(id).ok()) {
+        response.headers_mut().insert(SESSION_ID_HEADER, v);
+    }
+}
+
+/// Runs a turn to its end; the turn is cancelled if this future is dropped (the client left).
+pub(crate) async fn run_turn(
+    s: &Shared,
+    input: TurnInput,
+    events: Arc<dyn EventSink>,
+    permit: Option<OwnedSemaphorePermit>,
+) -> Result<TurnOutcome, RunnerError> {
+    let cancel = s.turns.child_token();
+    // Dropped with the caller when the client goes away: the turn stops.
+    let guard = cancel.clone().drop_guard();
+    let runner = s.runner.clone();
+    let task = tokio::spawn(async move {
+        let _permit = permit;
+        runner.run(input, events, cancel).await
+    });
+    let outcome = match task.await {
+        Ok(o) => o,
+        Err(e) => Err(RunnerError::Setup(format!("the turn failed: {e}"))),
+    };
+    guard.disarm();
+    outcome
+}
+
+/// An SSE answer fed by `rx`: the body owns `guard`, so a client that disconnects drops the
+/// body and cancels the turn.
+pub(crate) fn sse_response(
+    rx: mpsc::UnboundedReceiver<String>,
+    guard: tokio_util::sync::DropGuard,
+) -> Response {
+    let stream = futures_util::stream::unfold((rx, guard), |(mut rx, guard)| async move {
+        rx.recv()
+            .await
+            .map(|chunk| (Ok::<_, std::convert::Infallible>(chunk), (rx, guard)))
+    });
+    let mut response = Response::new(Body::from_stream(stream));
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+/// The request body, or the answer for one too large or unreadable (413 / 400).
+pub(crate) fn body_bytes(
+    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+) -> Result<axum::body::Bytes, Box<Response>> {
+    body.map_err(|rejection| {
+        let status = rejection.status();
+        Box::new(if status == StatusCode::PAYLOAD_TOO_LARGE {
+            error_response(
+                status,
+                &format!("Request body too large (the limit is {MAX_BODY_BYTES} bytes)"),
+                "invalid_request_error",
+                Some("body_too_large"),
+            )
+        } else {
+            error_response(
+                status,
+                &format!("Cannot read the request body: {rejection}"),
+                "invalid_request_error",
+                None,
+            )
+        })
+    })
 }
 
 /// Compares without stopping at the first difference, so the time taken says nothing about
@@ -271,14 +655,16 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     diff == 0
 }
 
-fn unix_now() -> u64 {
+pub(crate) fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or_default()
 }
 
-fn completion_id() -> String {
+/// A unique id with `prefix` (`chatcmpl-`, `resp_`, `msg_`, ...): time, a counter and the
+/// process id, in hex.
+pub(crate) fn new_id(prefix: &str) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -286,249 +672,11 @@ fn completion_id() -> String {
         .unwrap_or_default();
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     format!(
-        "chatcmpl-{:x}{:04x}{:x}",
+        "{prefix}{:x}{:04x}{:x}",
         nanos,
         n & 0xffff,
         std::process::id()
     )
-}
-
-async fn chat_completions(
-    State(s): State<Arc<Shared>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    if let Some(denied) = check_auth(&s, &headers) {
-        return denied;
-    }
-    let request = match wire::parse_chat_request(&body) {
-        Ok(r) => r,
-        Err(bad) => return json_response(StatusCode::BAD_REQUEST, bad.body()),
-    };
-    let permit = match &s.limit {
-        None => None,
-        Some(sem) => match sem.clone().try_acquire_owned() {
-            Ok(p) => Some(p),
-            Err(_) => {
-                let mut r = json_response(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    wire::error_body(
-                        &format!(
-                            "Too many concurrent runs (the limit is {}); retry shortly",
-                            s.config.max_concurrent
-                        ),
-                        "rate_limit_error",
-                        None,
-                        Some("concurrency_limit"),
-                    ),
-                );
-                r.headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-                return r;
-            }
-        },
-    };
-    let completion = Completion {
-        id: completion_id(),
-        created: unix_now(),
-        model: request
-            .model
-            .clone()
-            .unwrap_or_else(|| s.config.model_name.clone()),
-    };
-    if request.stream {
-        streamed(&s, request, completion, permit)
-    } else {
-        answered(&s, request, completion, permit).await
-    }
-}
-
-fn turn_input(r: &ChatRequest) -> TurnInput {
-    TurnInput {
-        system: r.system.clone(),
-        history: r.history.clone(),
-        user: r.user.clone(),
-    }
-}
-
-/// `finish_reason` of a finished turn, and the error to report with it.
-fn finish_of(outcome: &Result<TurnOutcome, RunnerError>) -> (&'static str, Option<String>) {
-    match outcome {
-        Err(e) => ("error", Some(e.message.clone())),
-        Ok(o) => (
-            outcome::finish_reason(&o.end),
-            match &o.end {
-                TurnEnd::Interrupted => Some("the turn was cancelled".into()),
-                TurnEnd::Failed(f) => Some(f.message.clone()),
-                TurnEnd::Completed | TurnEnd::BudgetExhausted => None,
-            },
-        ),
-    }
-}
-
-async fn answered(
-    s: &Shared,
-    request: ChatRequest,
-    completion: Completion,
-    permit: Option<OwnedSemaphorePermit>,
-) -> Response {
-    let cancel = s.turns.child_token();
-    // Dropped with this handler when the client goes away: the turn stops.
-    let guard = cancel.clone().drop_guard();
-    let runner = s.runner.clone();
-    let input = turn_input(&request);
-    let task = tokio::spawn(async move {
-        let _permit = permit;
-        let events: Arc<dyn EventSink> = Arc::new(|_: AgentEvent| {});
-        runner.run(input, events, cancel).await
-    });
-    let outcome = match task.await {
-        Ok(o) => o,
-        Err(e) => Err(RunnerError {
-            message: format!("the turn failed: {e}"),
-        }),
-    };
-    guard.disarm();
-    let (finish_reason, error) = finish_of(&outcome);
-    let outcome = match outcome {
-        Ok(o) => o,
-        Err(e) => {
-            return json_response(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                wire::error_body(&e.message, "server_error", None, None),
-            );
-        }
-    };
-    let mut response = match outcome::error_shape(&outcome.end) {
-        Some(shape) => {
-            let mut r = json_response(
-                shape.status,
-                wire::error_body(
-                    error.as_deref().unwrap_or_default(),
-                    shape.kind,
-                    None,
-                    Some(shape.code),
-                ),
-            );
-            if let Some(secs) = outcome::retry_after(&outcome.end)
-                && let Ok(v) = HeaderValue::from_str(&secs.to_string())
-            {
-                r.headers_mut().insert(header::RETRY_AFTER, v);
-            }
-            r
-        }
-        None => json_response(
-            StatusCode::OK,
-            completion.answer(&outcome.final_text, finish_reason, &outcome.usage),
-        ),
-    };
-    if let Some(id) = outcome
-        .session_id
-        .as_deref()
-        .and_then(|id| HeaderValue::from_str(id).ok())
-    {
-        response.headers_mut().insert("x-hermes-session-id", id);
-    }
-    response
-}
-
-fn streamed(
-    s: &Shared,
-    request: ChatRequest,
-    completion: Completion,
-    permit: Option<OwnedSemaphorePermit>,
-) -> Response {
-    let (tx, rx) = mpsc::unbounded_channel::<String>();
-    let _ = tx.send(wire::sse(
-        None,
-        &completion.chunk(json!({"role": "assistant"}), None),
-    ));
-    let cancel = s.turns.child_token();
-    let events = stream_sink(tx.clone(), completion.clone());
-    let runner = s.runner.clone();
-    let input = turn_input(&request);
-    let include_usage = request.include_usage;
-    let turn_cancel = cancel.clone();
-    tokio::spawn(async move {
-        let _permit = permit;
-        let outcome = runner.run(input, events, turn_cancel).await;
-        let (finish_reason, error) = finish_of(&outcome);
-        let mut last = completion.chunk(json!({}), Some(finish_reason));
-        if let Some(e) = error {
-            let (kind, code) = match &outcome {
-                Ok(o) => outcome::error_shape(&o.end)
-                    .map(|s| (s.kind, s.code))
-                    .unwrap_or(("server_error", "agent_error")),
-                Err(_) => ("server_error", "agent_error"),
-            };
-            last["error"] = json!({"message": e, "type": kind, "code": code});
-        }
-        let _ = tx.send(wire::sse(None, &last));
-        if include_usage {
-            let usage = outcome.map(|o| o.usage).unwrap_or_default();
-            let _ = tx.send(wire::sse(None, &completion.usage_chunk(&usage)));
-        }
-        let _ = tx.send(wire::SSE_DONE.to_string());
-    });
-    // The body owns the guard: when the client disconnects the body is dropped and the turn
-    // is cancelled.
-    let guard = cancel.drop_guard();
-    let stream = futures_util::stream::unfold((rx, guard), |(mut rx, guard)| async move {
-        rx.recv()
-            .await
-            .map(|chunk| (Ok::<_, Infallible>(chunk), (rx, guard)))
-    });
-    let mut response = Response::new(Body::from_stream(stream));
-    let h = response.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    response
-}
-
-/// The sink of a streamed turn: answer text as content chunks, tool calls as
-/// `hermes.tool.progress` events (`running`, then `completed` for a call seen starting).
-fn stream_sink(tx: mpsc::UnboundedSender<String>, completion: Completion) -> Arc<dyn EventSink> {
-    let started: Mutex<HashSet<String>> = Mutex::new(HashSet::new());
-    Arc::new(move |event: AgentEvent| match event {
-        AgentEvent::TextDelta(text) if !text.is_empty() => {
-            let _ = tx.send(wire::sse(
-                None,
-                &completion.chunk(json!({"content": text}), None),
-            ));
-        }
-        AgentEvent::ToolStarted {
-            call_id,
-            name,
-            preview,
-        } => {
-            if let Ok(mut s) = started.lock() {
-                s.insert(call_id.clone());
-            }
-            let label = if preview.is_empty() {
-                name.clone()
-            } else {
-                preview
-            };
-            let _ = tx.send(wire::sse(
-                Some("hermes.tool.progress"),
-                &json!({"tool": name, "label": label, "toolCallId": call_id, "status": "running"}),
-            ));
-        }
-        AgentEvent::ToolFinished { call_id, name, .. } => {
-            let seen = started.lock().is_ok_and(|mut s| s.remove(&call_id));
-            if seen {
-                let _ = tx.send(wire::sse(
-                    Some("hermes.tool.progress"),
-                    &json!({"tool": name, "toolCallId": call_id, "status": "completed"}),
-                ));
-            }
-        }
-        _ => {}
-    })
 }
 
 #[cfg(test)]

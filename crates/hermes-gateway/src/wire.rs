@@ -48,7 +48,7 @@ impl BadRequest {
 pub struct ChatRequest {
     /// The `model` the client asked for (echoed back), if any.
     pub model: Option<String>,
-    /// Every `system` message joined by newlines: layered on the agent's own system prompt.
+    /// Every `system` message joined by newlines: appended to the agent's own system prompt.
     pub system: Option<String>,
     /// The `user` and `assistant` messages before the last one.
     pub history: Vec<Message>,
@@ -250,18 +250,20 @@ pub fn sse(event: Option<&str>, data: &Value) -> String {
 pub const SSE_DONE: &str = "data: [DONE]\n\n";
 
 /// `GET /v1/models`: the one model this server answers as.
-pub fn models(model: &str, created: u64) -> Value {
+pub fn models(model_id: &str, created: u64) -> Value {
+    json!({"object": "list", "data": [model(model_id, created)]})
+}
+
+/// `GET /v1/models/{id}`: one model object.
+pub fn model(model: &str, created: u64) -> Value {
     json!({
-        "object": "list",
-        "data": [{
-            "id": model,
-            "object": "model",
-            "created": created,
-            "owned_by": "hermes",
-            "permission": [],
-            "root": model,
-            "parent": null,
-        }],
+        "id": model,
+        "object": "model",
+        "created": created,
+        "owned_by": "hermes",
+        "permission": [],
+        "root": model,
+        "parent": null,
     })
 }
 

@@ -13,8 +13,9 @@ use hermes_core::EventSink;
 use hermes_gateway::api_server::{
     ApiServer, ApiServerConfig, RunnerError, TurnInput, TurnOutcome, TurnRunner,
 };
-use hermes_protocol::{AgentEvent, ErrorClass, TurnEnd, Usage};
-use hermes_testkit::http_client::{HttpReply, parse_reply, request_text, sse_events};
+use hermes_protocol::{AgentEvent, ErrorClass, Message, ToolCall, TurnEnd, Usage};
+use hermes_testkit::http_client::{HttpReply, parse_reply, request_text, sse_comments, sse_events};
+use hermes_tools::{ApprovalAnswer, ApprovalRequest};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
@@ -41,9 +42,7 @@ impl TurnRunner for Fake {
         };
         match input.user.as_str() {
             "setup" => {
-                return Err(RunnerError {
-                    message: "config.yaml is broken".into(),
-                });
+                return Err(RunnerError::Setup("config.yaml is broken".into()));
             }
             "fail" => {
                 return Ok(TurnOutcome {
@@ -60,6 +59,19 @@ impl TurnRunner for Fake {
                     ..TurnOutcome::default()
                 });
             }
+            "dangerous" => {
+                let request = ApprovalRequest {
+                    command: "rm -rf build".into(),
+                    description: "recursive delete".into(),
+                    allow_permanent: true,
+                    judge_denied: false,
+                };
+                let answer = match &input.approver {
+                    Some(a) => a.0.approve(&request).await,
+                    None => ApprovalAnswer::Deny,
+                };
+                events.emit(AgentEvent::TextDelta(format!("{answer:?}. ")));
+            }
             "tool" => {
                 events.emit(AgentEvent::ToolStarted {
                     call_id: "c1".into(),
@@ -75,12 +87,34 @@ impl TurnRunner for Fake {
             }
             _ => {}
         }
+        if input.session.as_deref() == Some("missing") {
+            return Err(RunnerError::SessionNotFound("missing".into()));
+        }
+        let history = input.history.clone().unwrap_or_default();
         let text = format!(
             "echo {} (history {}, system {:?})",
             input.user,
-            input.history.len(),
+            history.len(),
             input.system.as_deref().unwrap_or("")
         );
+        let mut added = vec![Message::user(input.user.clone())];
+        if input.user == "tool" {
+            added.push(Message::assistant_with_tools(
+                "",
+                vec![ToolCall {
+                    id: "c1".into(),
+                    name: "terminal".into(),
+                    arguments: r#"{"command":"ls"}"#.into(),
+                }],
+            ));
+            added.push(Message::tool_result("c1", "terminal", "file.txt"));
+        }
+        added.push(Message::assistant(text.clone()));
+        for m in &added {
+            events.emit(AgentEvent::MessageAdded(m.clone()));
+        }
+        let mut conversation = history;
+        conversation.extend(added.iter().cloned());
         let (a, b) = text.split_at(5);
         events.emit(AgentEvent::TextDelta(a.into()));
         events.emit(AgentEvent::TextDelta(b.into()));
@@ -88,7 +122,13 @@ impl TurnRunner for Fake {
             final_text: text,
             end: TurnEnd::Completed,
             usage,
-            session_id: Some("20260101_000000_abc".into()),
+            session_id: Some(
+                input
+                    .session
+                    .unwrap_or_else(|| "20260101_000000_abc".into()),
+            ),
+            conversation,
+            added,
         })
     }
 }
@@ -165,8 +205,48 @@ async fn health_and_models() {
     assert_eq!(m["object"], "list");
     assert_eq!(m["data"][0]["id"], "hermes-agent");
     assert_eq!(m["data"][0]["object"], "model");
-    let r = http(srv.addr, "GET", "/nope", &[], "").await;
+    let r = http(srv.addr, "GET", "/v1/models/hermes-agent", &[], "").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json(), m["data"][0]);
+    let r = http(srv.addr, "GET", "/v1/models/gpt-4", &[], "").await;
     assert_eq!(r.status, 404);
+    assert_eq!(r.json()["error"]["code"], "model_not_found");
+    let r = http(srv.addr, "GET", "/v1/capabilities", &[], "").await;
+    assert_eq!(r.status, 200);
+    let caps = r.json();
+    assert_eq!(caps["object"], "hermes.api_server.capabilities");
+    assert_eq!(caps["auth"], json!({"type": "bearer", "required": false}));
+    assert_eq!(caps["features"]["responses_api"], true);
+    assert_eq!(caps["features"]["session_fork"], false);
+    // Every endpoint advertised is served.
+    for e in caps["endpoints"].as_object().unwrap().values() {
+        let path = e["path"]
+            .as_str()
+            .unwrap()
+            .replace("{model}", "hermes-agent");
+        if path.contains('{') {
+            continue;
+        }
+        let r = http(srv.addr, e["method"].as_str().unwrap(), &path, &[], "").await;
+        assert_ne!(r.status, 404, "{path}");
+    }
+    let r = http(srv.addr, "POST", "/v1/nope", &[], "{}").await;
+    assert_eq!(r.status, 404);
+    let e = r.json();
+    assert_eq!(e["error"]["type"], "invalid_request_error");
+    assert_eq!(e["error"]["code"], "unknown_route");
+    let message = e["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("Unknown route: POST /v1/nope."),
+        "{message}"
+    );
+    for route in [
+        "POST /v1/chat/completions",
+        "POST /v1/responses",
+        "GET /v1/models",
+    ] {
+        assert!(message.contains(route), "{message}");
+    }
     srv.stop.cancel();
     srv.task.await.unwrap().unwrap();
 }
@@ -237,11 +317,10 @@ async fn answer_as_json_with_history_and_system() {
     let seen = srv.fake.seen.lock().unwrap().clone();
     assert_eq!(
         seen[0].history,
-        vec![
-            hermes_protocol::Message::user("first"),
-            hermes_protocol::Message::assistant("ok")
-        ]
+        Some(vec![Message::user("first"), Message::assistant("ok")])
     );
+    assert_eq!(seen[0].system.as_deref(), Some("Be brief."));
+    assert_eq!(seen[0].session, None);
 }
 
 #[tokio::test]
@@ -291,7 +370,25 @@ async fn streamed_chunks_tool_progress_and_usage() {
         "stream_options": {"include_usage": true},
     })
     .to_string();
-    let r = http(srv.addr, "POST", "/v1/chat/completions", &[], &body).await;
+    // Without the opt-in header, progress is comment lines only: every event is a chunk.
+    let plain = http(srv.addr, "POST", "/v1/chat/completions", &[], &body).await;
+    assert_eq!(plain.status, 200);
+    assert!(events(&plain.body).iter().all(|(name, _)| name.is_none()));
+    assert_eq!(
+        sse_comments(&plain.body),
+        vec![
+            r#"hermes.tool.progress {"label":"ls","status":"running","tool":"terminal","toolCallId":"c1"}"#,
+            r#"hermes.tool.progress {"status":"completed","tool":"terminal","toolCallId":"c1"}"#,
+        ]
+    );
+    let r = http(
+        srv.addr,
+        "POST",
+        "/v1/chat/completions",
+        &["X-Hermes-Tool-Progress: events"],
+        &body,
+    )
+    .await;
     assert_eq!(r.status, 200);
     assert!(
         r.head
@@ -418,4 +515,362 @@ async fn shutdown_cancels_turns_in_flight_and_the_limit_answers_429() {
         .unwrap()
         .unwrap()
         .unwrap();
+}
+
+#[tokio::test]
+async fn a_session_header_continues_a_stored_session() {
+    // Without a key, continuing a stored conversation is refused.
+    let open = start(ApiServerConfig::default()).await;
+    let sid = ["X-Hermes-Session-Id: 20250101_000000_old"];
+    let r = http(open.addr, "POST", "/v1/chat/completions", &sid, CHAT).await;
+    assert_eq!(r.status, 403);
+    assert_eq!(r.json()["error"]["code"], "session_continuation_forbidden");
+    assert!(open.fake.seen.lock().unwrap().is_empty());
+
+    let srv = start(ApiServerConfig {
+        key: Some("k".into()),
+        ..ApiServerConfig::default()
+    })
+    .await;
+    let auth = "Authorization: Bearer k";
+    let r = http(
+        srv.addr,
+        "POST",
+        "/v1/chat/completions",
+        &[auth, sid[0]],
+        CHAT,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        r.head
+            .to_ascii_lowercase()
+            .contains("x-hermes-session-id: 20250101_000000_old"),
+        "{}",
+        r.head
+    );
+    // The stored conversation is used, not the request's history; the system text still is.
+    let seen = srv.fake.seen.lock().unwrap().clone();
+    assert_eq!(
+        seen[0],
+        TurnInput {
+            system: Some("Be brief.".into()),
+            history: None,
+            user: "hello".into(),
+            session: Some("20250101_000000_old".into()),
+            approver: None,
+        }
+    );
+    // Streamed: the header is on the answer before the turn runs.
+    let body = json!({"messages": [{"role": "user", "content": "hi"}], "stream": true}).to_string();
+    let r = http(
+        srv.addr,
+        "POST",
+        "/v1/chat/completions",
+        &[auth, sid[0]],
+        &body,
+    )
+    .await;
+    assert!(
+        r.head
+            .to_ascii_lowercase()
+            .contains("x-hermes-session-id: 20250101_000000_old")
+    );
+    for bad in ["../etc", "a/b", &"x".repeat(300)] {
+        let h = format!("X-Hermes-Session-Id: {bad}");
+        let r = http(srv.addr, "POST", "/v1/chat/completions", &[auth, &h], CHAT).await;
+        assert_eq!(r.status, 400, "{bad}");
+        assert_eq!(r.json()["error"]["code"], "invalid_session_id");
+    }
+    let r = http(
+        srv.addr,
+        "POST",
+        "/v1/chat/completions",
+        &[auth, "X-Hermes-Session-Id: missing"],
+        CHAT,
+    )
+    .await;
+    assert_eq!(r.status, 404);
+    assert_eq!(
+        r.json(),
+        json!({"error": {"message": "Session not found: missing", "type": "invalid_request_error", "param": null, "code": "session_not_found"}})
+    );
+}
+
+#[tokio::test]
+async fn responses_answer_chain_retrieve_and_delete() {
+    let srv = start(ApiServerConfig {
+        key: Some("k".into()),
+        ..ApiServerConfig::default()
+    })
+    .await;
+    let auth = ["Authorization: Bearer k"];
+    let body = json!({"model": "hermes-agent", "input": "tool", "instructions": "Be brief."});
+    let r = http(srv.addr, "POST", "/v1/responses", &auth, &body.to_string()).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let first = r.json();
+    let id = first["id"].as_str().unwrap().to_string();
+    assert!(id.starts_with("resp_"));
+    assert_eq!(first["object"], "response");
+    assert_eq!(first["status"], "completed");
+    assert_eq!(first["instructions"], "Be brief.");
+    assert_eq!(
+        first["usage"],
+        json!({"input_tokens": 10, "output_tokens": 4, "total_tokens": 14})
+    );
+    let output = first["output"].as_array().unwrap();
+    assert_eq!(output.len(), 3, "{output:?}");
+    assert_eq!(output[0]["type"], "function_call");
+    assert_eq!(output[0]["call_id"], "c1");
+    assert_eq!(output[0]["name"], "terminal");
+    assert_eq!(output[0]["arguments"], r#"{"command":"ls"}"#);
+    assert_eq!(output[1]["type"], "function_call_output");
+    assert_eq!(output[1]["call_id"], "c1");
+    assert_eq!(output[1]["output"], "file.txt");
+    assert_eq!(output[2]["type"], "message");
+    assert_eq!(output[2]["role"], "assistant");
+    assert_eq!(
+        output[2]["content"],
+        json!([{"type": "output_text", "text": "echo tool (history 0, system \"Be brief.\")", "annotations": []}])
+    );
+
+    // Chained: the stored conversation (tool call and result included), the stored session
+    // and the instructions carry over.
+    let body = json!({"input": "again", "previous_response_id": id});
+    let r = http(srv.addr, "POST", "/v1/responses", &auth, &body.to_string()).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let second = r.json();
+    assert_eq!(second["previous_response_id"], id.as_str());
+    assert_eq!(
+        second["output"][0]["content"][0]["text"],
+        "echo again (history 4, system \"Be brief.\")"
+    );
+    let seen = srv.fake.seen.lock().unwrap().clone();
+    assert_eq!(seen[1].session.as_deref(), Some("20260101_000000_abc"));
+    let history = seen[1].history.clone().unwrap();
+    assert_eq!(history[0], Message::user("tool"));
+    assert_eq!(history[2].tool_call_id.as_deref(), Some("c1"));
+
+    // Retrieve and delete.
+    let path = format!("/v1/responses/{id}");
+    let r = http(srv.addr, "GET", &path, &auth, "").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json(), first);
+    let r = http(srv.addr, "DELETE", &path, &auth, "").await;
+    assert_eq!(
+        r.json(),
+        json!({"id": id, "object": "response", "deleted": true})
+    );
+    for method in ["GET", "DELETE"] {
+        let r = http(srv.addr, method, &path, &auth, "").await;
+        assert_eq!(r.status, 404);
+        assert_eq!(r.json()["error"]["code"], "response_not_found");
+    }
+    let r = http(srv.addr, "POST", "/v1/responses", &auth, &body.to_string()).await;
+    assert_eq!(r.status, 404);
+    assert_eq!(
+        r.json()["error"]["message"],
+        format!("Previous response not found: {id}")
+    );
+    // Not stored when asked not to; the key is required.
+    let body = json!({"input": "x", "store": false});
+    let r = http(srv.addr, "POST", "/v1/responses", &auth, &body.to_string()).await;
+    let path = format!("/v1/responses/{}", r.json()["id"].as_str().unwrap());
+    assert_eq!(http(srv.addr, "GET", &path, &auth, "").await.status, 404);
+    assert_eq!(http(srv.addr, "GET", &path, &[], "").await.status, 401);
+    let r = http(srv.addr, "POST", "/v1/responses", &auth, r#"{"input": 3}"#).await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["error"]["param"], "input");
+}
+
+#[tokio::test]
+async fn responses_stream_the_responses_event_types() {
+    let srv = start(ApiServerConfig::default()).await;
+    let body = json!({"input": [{"role": "user", "content": "tool"}], "stream": true});
+    let r = http(srv.addr, "POST", "/v1/responses", &[], &body.to_string()).await;
+    assert_eq!(r.status, 200);
+    let evs: Vec<(String, Value)> = events(&r.body)
+        .into_iter()
+        .map(|(n, d)| (n.unwrap(), serde_json::from_str(&d).unwrap()))
+        .collect();
+    let kinds: Vec<&str> = evs.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            "response.created",
+            "response.in_progress",
+            // The tool call and its result, as they were added to the conversation.
+            "response.output_item.added",
+            "response.output_item.done",
+            "response.output_item.added",
+            "response.output_item.done",
+            // Then the answer.
+            "response.output_item.added",
+            "response.content_part.added",
+            "response.output_text.delta",
+            "response.output_text.delta",
+            "response.output_text.done",
+            "response.content_part.done",
+            "response.output_item.done",
+            "response.completed",
+        ]
+    );
+    for (i, (name, data)) in evs.iter().enumerate() {
+        assert_eq!(data["type"], name.as_str());
+        assert_eq!(data["sequence_number"], i as u64);
+    }
+    assert_eq!(evs[0].1["response"]["status"], "in_progress");
+    let text = "echo tool (history 0, system \"\")";
+    assert_eq!(evs[10].1["text"], text);
+    let done = &evs[13].1["response"];
+    assert_eq!(done["status"], "completed");
+    let types: Vec<&str> = done["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        types,
+        vec!["function_call", "function_call_output", "message"]
+    );
+    assert_eq!(done["output"][2]["content"][0]["text"], text);
+    // Stored: retrievable by its id.
+    let path = format!("/v1/responses/{}", done["id"].as_str().unwrap());
+    let r = http(srv.addr, "GET", &path, &[], "").await;
+    assert_eq!(&r.json(), done);
+
+    // A failed turn ends in response.failed with the error.
+    let body = json!({"input": "fail", "stream": true});
+    let r = http(srv.addr, "POST", "/v1/responses", &[], &body.to_string()).await;
+    let evs = events(&r.body);
+    let (name, data) = evs.last().unwrap();
+    assert_eq!(name.as_deref(), Some("response.failed"));
+    let data: Value = serde_json::from_str(data).unwrap();
+    assert_eq!(
+        data["response"]["error"],
+        json!({"code": "upstream_error", "message": "provider said 500"})
+    );
+}
+
+async fn wait_for_status(addr: SocketAddr, id: &str, want: &str) -> Value {
+    for _ in 0..500 {
+        let r = http(addr, "GET", &format!("/v1/runs/{id}"), &[], "").await;
+        let v = r.json();
+        if v["status"] == want {
+            return v;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("run {id} never reached {want}");
+}
+
+fn run_events(body: &str) -> Vec<Value> {
+    events(body)
+        .into_iter()
+        .map(|(name, data)| {
+            assert_eq!(name, None);
+            serde_json::from_str(&data).unwrap()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_run_asks_for_approval_through_the_api_and_can_be_stopped() {
+    let srv = start(ApiServerConfig::default()).await;
+    let r = http(
+        srv.addr,
+        "POST",
+        "/v1/runs",
+        &[],
+        r#"{"input": "dangerous"}"#,
+    )
+    .await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    let started = r.json();
+    assert_eq!(started["status"], "started");
+    let id = started["run_id"].as_str().unwrap().to_string();
+    assert!(id.starts_with("run_"));
+    let waiting = wait_for_status(srv.addr, &id, "waiting_for_approval").await;
+    assert_eq!(waiting["object"], "hermes.run");
+    assert_eq!(waiting["last_event"], "approval.request");
+    let path = format!("/v1/runs/{id}/approval");
+    let r = http(srv.addr, "POST", &path, &[], r#"{"choice": "maybe"}"#).await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["error"]["code"], "invalid_approval_choice");
+    let r = http(srv.addr, "POST", &path, &[], r#"{"choice": "approve"}"#).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.json(),
+        json!({"object": "hermes.run.approval_response", "run_id": id, "choice": "once", "resolved": 1})
+    );
+    let done = wait_for_status(srv.addr, &id, "completed").await;
+    assert_eq!(done["output"], "echo dangerous (history 0, system \"\")");
+    assert_eq!(done["session_id"], "20260101_000000_abc");
+    // The whole lifecycle, replayed to a subscriber that comes late; then the stream closes.
+    let r = http(srv.addr, "GET", &format!("/v1/runs/{id}/events"), &[], "").await;
+    assert_eq!(r.status, 200);
+    assert!(r.body.ends_with(": stream closed\n\n"), "{}", r.body);
+    let evs = run_events(&r.body);
+    let kinds: Vec<&str> = evs.iter().map(|e| e["event"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            "run.started",
+            "approval.request",
+            "approval.responded",
+            "message.delta",
+            "message.delta",
+            "message.delta",
+            "run.completed",
+        ]
+    );
+    assert!(evs.iter().all(|e| e["run_id"] == id.as_str()));
+    assert_eq!(evs[1]["command"], "rm -rf build");
+    assert_eq!(evs[1]["description"], "recursive delete");
+    assert_eq!(
+        evs[1]["choices"],
+        json!(["once", "session", "always", "deny"])
+    );
+    assert_eq!(evs[3]["delta"], "Once. ");
+    assert_eq!(
+        evs[6]["usage"],
+        json!({"input_tokens": 10, "output_tokens": 4, "total_tokens": 14})
+    );
+    // Nothing is pending any more.
+    let r = http(srv.addr, "POST", &path, &[], r#"{"choice": "deny"}"#).await;
+    assert_eq!(r.status, 409);
+    assert_eq!(r.json()["error"]["code"], "approval_not_pending");
+
+    // A run followed live and stopped.
+    let r = http(srv.addr, "POST", "/v1/runs", &[], r#"{"input": "hang"}"#).await;
+    let id = r.json()["run_id"].as_str().unwrap().to_string();
+    let addr = srv.addr;
+    let follow = {
+        let id = id.clone();
+        tokio::spawn(
+            async move { http(addr, "GET", &format!("/v1/runs/{id}/events"), &[], "").await },
+        )
+    };
+    wait_for_status(srv.addr, &id, "running").await;
+    let r = http(srv.addr, "POST", &format!("/v1/runs/{id}/stop"), &[], "").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json(), json!({"run_id": id, "status": "stopping"}));
+    wait_for_status(srv.addr, &id, "cancelled").await;
+    let evs = run_events(&follow.await.unwrap().body);
+    assert_eq!(evs.last().unwrap()["event"], "run.cancelled");
+    assert_eq!(srv.fake.cancelled.load(Ordering::SeqCst), 1);
+
+    for (method, path) in [
+        ("GET", "/v1/runs/run_nope"),
+        ("GET", "/v1/runs/run_nope/events"),
+        ("POST", "/v1/runs/run_nope/stop"),
+        ("POST", "/v1/runs/run_nope/approval"),
+    ] {
+        let r = http(srv.addr, method, path, &[], r#"{"choice":"once"}"#).await;
+        assert_eq!(r.status, 404, "{method} {path}");
+        assert_eq!(r.json()["error"]["code"], "run_not_found");
+    }
+    let r = http(srv.addr, "POST", "/v1/runs", &[], r#"{"input": []}"#).await;
+    assert_eq!(r.status, 400);
 }

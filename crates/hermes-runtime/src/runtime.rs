@@ -319,7 +319,10 @@ impl Runtime {
         for w in &assembled.warnings {
             self.warn(w);
         }
-        Ok(assembled.text)
+        Ok(match spec.instructions.as_deref().map(str::trim) {
+            Some(extra) if !extra.is_empty() => format!("{}\n\n{extra}", assembled.text),
+            _ => assembled.text,
+        })
     }
 
     /// The tools of `servers`, connecting the ones not connected yet (concurrently, each at

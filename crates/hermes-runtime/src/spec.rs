@@ -87,6 +87,10 @@ pub struct SessionSpec {
     /// The chat the session talks in (gateway chats): tools see it (a cron job created
     /// there delivers back to it).
     pub origin: Option<hermes_tools::ChatOrigin>,
+    /// A client's own system text (an API request's system messages, a Responses request's
+    /// `instructions`): appended to the assembled system prompt, so the model still gets one
+    /// system message (strict chat templates reject a second one).
+    pub instructions: Option<String>,
 }
 
 impl SessionSpec {
@@ -104,6 +108,7 @@ impl SessionSpec {
             ignore_rules: false,
             save_trajectories: false,
             origin: None,
+            instructions: None,
         }
     }
 }

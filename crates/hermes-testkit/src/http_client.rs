@@ -83,10 +83,11 @@ pub fn http(addr: &str, method: &str, path: &str, headers: &[&str], body: &str) 
     parse_reply(&String::from_utf8_lossy(&raw)).expect("an HTTP reply")
 }
 
-/// `(event name, data)` of each event of an SSE body (`data:` lines joined).
+/// `(event name, data)` of each event of an SSE body (`data:` lines joined). Blocks without a
+/// `data:` line (comments, keep-alives) are not events, as for a browser's `EventSource`.
 pub fn sse_events(body: &str) -> Vec<(Option<String>, String)> {
     body.split("\n\n")
-        .filter(|e| !e.is_empty())
+        .filter(|e| e.lines().any(|l| l.starts_with("data:")))
         .map(|e| {
             let mut name = None;
             let mut data = String::new();
@@ -99,5 +100,13 @@ pub fn sse_events(body: &str) -> Vec<(Option<String>, String)> {
             }
             (name, data)
         })
+        .collect()
+}
+
+/// The comment lines (`: text`) of an SSE body, without the leading `: `.
+pub fn sse_comments(body: &str) -> Vec<String> {
+    body.lines()
+        .filter_map(|l| l.strip_prefix(':'))
+        .map(|c| c.strip_prefix(' ').unwrap_or(c).to_string())
         .collect()
 }

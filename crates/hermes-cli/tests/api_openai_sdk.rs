@@ -1,0 +1,224 @@
+//! The official `openai` Python SDK as a real client of `hermes gateway` (the script
+//! `api_openai_client.py`, run with the venv `scripts/setup-openai` installs in the user's cache,
+//! or `HERMES_OPENAI_PYTHON`): the streaming loop of the SDK's README across a turn that runs a
+//! tool (tool progress must not break it), chat completions streamed and not, Responses chained
+//! through `previous_response_id` over three turns, retrieved, and streamed with typed events,
+//! and a wrong key raising `openai.AuthenticationError`. The mock model answers by what it is
+//! asked, and the test checks what it was sent. Skips with a printed reason only when the venv
+//! cannot be created.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::gateway::Gateway;
+use hermes_testkit::{MockServer, Script, TestHome, Turn};
+use serde_json::{Value, json};
+
+/// The venv's python with the `openai` package (installing it once), or why there is none.
+fn python() -> Result<PathBuf, String> {
+    let path = match std::env::var_os("HERMES_OPENAI_PYTHON") {
+        Some(p) => PathBuf::from(p),
+        None => {
+            let cache = std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+                .ok_or("no HOME")?;
+            cache.join("hermes-rs/openai/venv/bin/python")
+        }
+    };
+    let has_sdk = |p: &PathBuf| {
+        Command::new(p)
+            .args(["-c", "import openai"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if has_sdk(&path) {
+        return Ok(path);
+    }
+    let setup = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/setup-openai");
+    let out = Command::new(&setup)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", setup.display()))?;
+    if has_sdk(&path) {
+        Ok(path)
+    } else {
+        Err(format!(
+            "{} has no `openai` package and scripts/setup-openai could not install it: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// The last message of a chat request.
+fn last_message(req: &Value) -> &Value {
+    req["messages"].as_array().unwrap().last().unwrap()
+}
+
+/// Answers by the question: "run the tool" calls the terminal, a tool result is summed up,
+/// anything else is echoed.
+fn model() -> MockServer {
+    MockServer::start(Script::responding(|req| {
+        let last = last_message(req);
+        let content = last["content"].as_str().unwrap_or_default();
+        if last["role"] == "tool" {
+            return Turn::text("The tool ran.");
+        }
+        match content {
+            "run the tool" => Turn::tool("terminal", json!({"command": "echo sdk-tool-output"})),
+            other => Turn::text(format!("You said: {other}")),
+        }
+    }))
+}
+
+#[test]
+fn the_openai_sdk_drives_chat_completions_and_responses() {
+    let py = match python() {
+        Ok(p) => p,
+        Err(why) => {
+            eprintln!("skipping: {why}");
+            return;
+        }
+    };
+    let server = model();
+    let home = TestHome::new();
+    home.write_mock_config(&server);
+    home.write_file(".env", "API_SERVER_KEY=sdk-key\n");
+    let gw = Gateway::start(&home, &[]);
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/api_openai_client.py");
+    let out = Command::new(&py)
+        .arg(&script)
+        .arg(format!("http://{}/v1", gw.addr))
+        .arg("sdk-key")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let steps: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let step = |name: &str| {
+        steps
+            .iter()
+            .find(|s| s["step"] == name)
+            .unwrap_or_else(|| panic!("no step {name}: {stdout}"))
+            .clone()
+    };
+
+    // The README loop survived the tool turn and printed exactly the answer.
+    assert_eq!(step("readme_stream")["text"], "The tool ran.");
+    let requests = server.chat_requests();
+    let tool_result = requests
+        .iter()
+        .find(|r| last_message(r)["role"] == "tool")
+        .expect("the tool result went back to the model");
+    assert!(
+        last_message(tool_result)["content"]
+            .as_str()
+            .unwrap()
+            .contains("sdk-tool-output")
+    );
+
+    let chat = step("chat");
+    assert_eq!(chat["content"], "You said: plain question");
+    assert_eq!(chat["finish_reason"], "stop");
+    assert_eq!(chat["object"], "chat.completion");
+    // The client's system message joined our system prompt: one system message.
+    let pirate = requests
+        .iter()
+        .find(|r| last_message(r)["content"] == "plain question")
+        .unwrap();
+    let systems: Vec<&Value> = pirate["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "system")
+        .collect();
+    assert_eq!(systems.len(), 1, "{pirate}");
+    assert!(
+        systems[0]["content"]
+            .as_str()
+            .unwrap()
+            .ends_with("\n\nAnswer like a pirate.")
+    );
+
+    let responses = step("responses");
+    assert_eq!(
+        responses["texts"],
+        json!([
+            "You said: first turn",
+            "You said: second turn",
+            "You said: third turn"
+        ])
+    );
+    assert_eq!(
+        responses["previous"],
+        json!([responses["ids"][0], responses["ids"][1]])
+    );
+    assert_eq!(responses["status"], "completed");
+    // The third turn carried the whole chain and the first turn's instructions.
+    let third = requests
+        .iter()
+        .find(|r| last_message(r)["content"] == "third turn")
+        .unwrap();
+    let convo: Vec<(String, String)> = third["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap().to_string(),
+                m["content"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(convo[0].0, "system");
+    assert!(convo[0].1.ends_with("\n\nBe terse."));
+    let rest: Vec<(&str, &str)> = convo[1..]
+        .iter()
+        .map(|(r, c)| (r.as_str(), c.as_str()))
+        .collect();
+    assert_eq!(
+        rest,
+        vec![
+            ("user", "first turn"),
+            ("assistant", "You said: first turn"),
+            ("user", "second turn"),
+            ("assistant", "You said: second turn"),
+            ("user", "third turn"),
+        ]
+    );
+    let fetched = step("retrieve");
+    assert_eq!(fetched["id"], responses["ids"][2]);
+    assert_eq!(fetched["text"], "You said: third turn");
+
+    let streamed = step("responses_stream");
+    assert_eq!(streamed["text"], "You said: stream me");
+    assert_eq!(streamed["final"], "You said: stream me");
+    let kinds: Vec<&str> = streamed["kinds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k.as_str().unwrap())
+        .collect();
+    assert_eq!(kinds.first(), Some(&"response.created"));
+    assert_eq!(kinds.last(), Some(&"response.completed"));
+    assert!(kinds.contains(&"response.output_text.delta"));
+    assert!(kinds.contains(&"response.output_text.done"));
+
+    assert_eq!(
+        step("wrong_key"),
+        json!({"step": "wrong_key", "raised": "AuthenticationError", "status": 401, "code": "invalid_api_key"})
+    );
+    let (code, _) = gw.terminate();
+    assert_eq!(code, Some(0));
+}
