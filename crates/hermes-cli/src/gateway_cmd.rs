@@ -437,7 +437,9 @@ impl TurnRunner for AgentRunner {
         if let Some(history) = input.history {
             session.continue_from(history);
         }
-        let report = session.turn(&input.user, events.as_ref(), cancel).await;
+        let report = session
+            .turn_with_images(&input.user, input.images, events.as_ref(), cancel)
+            .await;
         let session_id = session.session_id();
         let conversation = session.history().to_vec();
         session.close().await;

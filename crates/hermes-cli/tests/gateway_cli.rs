@@ -489,3 +489,79 @@ fn a_run_asks_for_approval_through_the_api_and_its_events_tell_the_story() {
     let (code, _) = gw.terminate();
     assert_eq!(code, Some(0));
 }
+
+#[test]
+fn image_parts_reach_the_model_through_both_apis_and_bad_ones_are_refused() {
+    let server = MockServer::start(Script::new(vec![
+        Turn::text("A cat."),
+        Turn::text("Still a cat."),
+    ]));
+    let home = home_for(&server);
+    let gw = Gateway::start(&home, &[]);
+    let data = "data:image/png;base64,iVBORw0KGgo=";
+    let body = json!({
+        "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "What is this?"},
+            {"type": "image_url", "image_url": {"url": data}},
+        ]}],
+    })
+    .to_string();
+    let r = http(&gw.addr, "POST", "/v1/chat/completions", &[], &body);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let sent = server.last_chat_request().unwrap();
+    let user = sent["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        user["content"],
+        json!([
+            {"type": "text", "text": "What is this?"},
+            {"type": "image_url", "image_url": {"url": data}},
+        ])
+    );
+
+    // The Responses API's `input_image` parts, by URL.
+    let body = json!({"input": [{"role": "user", "content": [
+        {"type": "input_text", "text": "And this?"},
+        {"type": "input_image", "image_url": "https://images.example.org/cat.jpg"},
+    ]}], "store": false})
+    .to_string();
+    let r = http(&gw.addr, "POST", "/v1/responses", &[], &body);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let sent = server.last_chat_request().unwrap();
+    let user = sent["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        user["content"][1],
+        json!({"type": "image_url", "image_url": {"url": "https://images.example.org/cat.jpg"}})
+    );
+
+    // A file URL is not an image the model may be given.
+    let body = json!({"messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "file:///etc/passwd"}},
+    ]}]})
+    .to_string();
+    let r = http(&gw.addr, "POST", "/v1/chat/completions", &[], &body);
+    assert_eq!(r.status, 400, "{}", r.body);
+    let v: Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(v["error"]["param"], "messages[0].content");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("an image must be an http(s) URL or a data:image/...;base64, URL"),
+        "{v}"
+    );
+    assert_eq!(server.chat_request_count(), 2);
+}

@@ -82,6 +82,8 @@ pub struct TurnInput {
     /// The conversation before `user`; `None`: the stored conversation of `session`.
     pub history: Option<Vec<Message>>,
     pub user: String,
+    /// Images given with `user`.
+    pub images: Vec<hermes_protocol::Image>,
     /// The stored session to record the turn in (and, without `history`, to continue);
     /// `None`: a new one.
     pub session: Option<String>,

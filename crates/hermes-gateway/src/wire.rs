@@ -3,7 +3,7 @@
 //! `chat.completion` answer and the `chat.completion.chunk` stream events. Kept apart from the
 //! HTTP plumbing so the shapes are tested on their own.
 
-use hermes_protocol::{Message, Usage};
+use hermes_protocol::{Image, Message, Usage};
 use serde_json::{Value, json};
 
 /// OpenAI's error envelope: `{"error": {"message", "type", "param", "code"}}`.
@@ -54,6 +54,8 @@ pub struct ChatRequest {
     pub history: Vec<Message>,
     /// The last message, which must be the user's.
     pub user: String,
+    /// The images of the last message.
+    pub images: Vec<Image>,
     pub stream: bool,
     /// `stream_options.include_usage`: a final chunk carrying `usage`.
     pub include_usage: bool,
@@ -108,12 +110,8 @@ pub fn parse_chat_request(body: &[u8]) -> Result<ChatRequest, BadRequest> {
                 format!("messages[{i}].role"),
             )
         })?;
-        let content = content_text(m.get("content")).ok_or_else(|| {
-            BadRequest::new(
-                format!("messages[{i}].content must be a string or a list of text parts"),
-                format!("messages[{i}].content"),
-            )
-        })?;
+        let (content, images) = content_of(m.get("content"))
+            .map_err(|e| e.at(&format!("messages[{i}].content")))?;
         match role {
             "system" | "developer" => {
                 system = Some(match system {
@@ -121,15 +119,18 @@ pub fn parse_chat_request(body: &[u8]) -> Result<ChatRequest, BadRequest> {
                     None => content,
                 });
             }
-            "user" => conversation.push(Message::user(content)),
+            "user" => conversation.push(Message::user_with_images(content, images)),
             "assistant" => conversation.push(Message::assistant(content)),
             _ => {}
         }
     }
     let last = conversation.pop();
-    let user = match last {
-        Some(m) if m.role == hermes_protocol::Role::User && !m.content.trim().is_empty() => {
-            m.content
+    let (user, images) = match last {
+        Some(m)
+            if m.role == hermes_protocol::Role::User
+                && (!m.content.trim().is_empty() || !m.images.is_empty()) =>
+        {
+            (m.content, m.images)
         }
         _ => {
             return Err(BadRequest::new(
@@ -143,6 +144,7 @@ pub fn parse_chat_request(body: &[u8]) -> Result<ChatRequest, BadRequest> {
         system,
         history: conversation,
         user,
+        images,
         stream,
         include_usage,
     })
@@ -159,24 +161,85 @@ fn optional_bool(v: Option<&Value>, field: &str) -> Result<bool, BadRequest> {
     }
 }
 
-/// A message's text: a string, or the `text` of each text part of a list (other parts, like
-/// images, are not supported here and are left out). Missing or null content is empty.
-fn content_text(v: Option<&Value>) -> Option<String> {
-    match v {
-        None | Some(Value::Null) => Some(String::new()),
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Array(parts)) => {
-            let texts: Vec<&str> = parts
-                .iter()
-                .filter_map(|p| match p {
-                    Value::String(s) => Some(s.as_str()),
-                    Value::Object(o) => o.get("text").and_then(Value::as_str),
-                    _ => None,
-                })
-                .collect();
-            Some(texts.join("\n"))
+/// The most images one message may carry.
+const MAX_IMAGES: usize = 16;
+
+/// Why a message's content was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ContentError {
+    /// Neither a string nor a list of parts.
+    Shape,
+    /// An image part that is not a `data:image/...;base64,` or `http(s)` URL, or too many.
+    Image(String),
+}
+
+impl ContentError {
+    /// The request error, about the field `param`.
+    pub fn at(&self, param: &str) -> BadRequest {
+        let message = match self {
+            ContentError::Shape => format!("{param} must be a string or a list of content parts"),
+            ContentError::Image(why) => format!("{param}: {why}"),
+        };
+        BadRequest::new(message, param)
+    }
+}
+
+/// A message's content: its text (a string, or the text parts of a list joined by newlines:
+/// `text`, `input_text`, `output_text`) and its images (`image_url` parts of Chat Completions,
+/// `input_image` parts of Responses) as `data:` or `http(s)` URLs. Missing or null content is
+/// empty; parts of other kinds are left out.
+pub fn content_of(v: Option<&Value>) -> Result<(String, Vec<Image>), ContentError> {
+    let parts = match v {
+        None | Some(Value::Null) => return Ok((String::new(), Vec::new())),
+        Some(Value::String(s)) => return Ok((s.clone(), Vec::new())),
+        Some(Value::Array(parts)) => parts,
+        Some(_) => return Err(ContentError::Shape),
+    };
+    let mut texts: Vec<&str> = Vec::new();
+    let mut images = Vec::new();
+    for part in parts {
+        match part {
+            Value::String(s) => texts.push(s),
+            Value::Object(o) => {
+                let kind = o.get("type").and_then(Value::as_str).unwrap_or("");
+                if matches!(kind, "image_url" | "input_image") {
+                    // `image_url: {url}` (Chat Completions) or `image_url: "..."` (Responses).
+                    let url = match o.get("image_url") {
+                        Some(Value::String(u)) => Some(u.as_str()),
+                        Some(Value::Object(inner)) => inner.get("url").and_then(Value::as_str),
+                        _ => None,
+                    }
+                    .ok_or_else(|| ContentError::Image("an image part without a URL".into()))?;
+                    images.push(image_of(url)?);
+                    if images.len() > MAX_IMAGES {
+                        return Err(ContentError::Image(format!(
+                            "more than {MAX_IMAGES} images in one message"
+                        )));
+                    }
+                } else if let Some(t) = o.get("text").and_then(Value::as_str) {
+                    texts.push(t);
+                }
+            }
+            _ => {}
         }
-        Some(_) => None,
+    }
+    Ok((texts.join("\n"), images))
+}
+
+fn image_of(url: &str) -> Result<Image, ContentError> {
+    let url = url.trim();
+    if url.starts_with("https://") || url.starts_with("http://") {
+        return Ok(Image::Url {
+            url: url.to_string(),
+        });
+    }
+    match Image::from_url(url) {
+        Image::Data { media_type, data } if media_type.starts_with("image/") => {
+            Ok(Image::Data { media_type, data })
+        }
+        _ => Err(ContentError::Image(
+            "an image must be an http(s) URL or a data:image/...;base64, URL".into(),
+        )),
     }
 }
 

@@ -557,6 +557,7 @@ async fn a_session_header_continues_a_stored_session() {
             system: Some("Be brief.".into()),
             history: None,
             user: "hello".into(),
+            images: Vec::new(),
             session: Some("20250101_000000_old".into()),
             approver: None,
         }

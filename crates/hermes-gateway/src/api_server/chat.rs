@@ -82,6 +82,7 @@ fn turn_input(r: &ChatRequest, session: Option<String>) -> TurnInput {
         system: r.system.clone(),
         history: session.is_none().then(|| r.history.clone()),
         user: r.user.clone(),
+        images: r.images.clone(),
         session,
         approver: None,
     }

@@ -37,6 +37,8 @@ pub struct ResponsesRequest {
     pub input_history: Vec<Message>,
     /// The last input message.
     pub user: String,
+    /// Its images.
+    pub images: Vec<hermes_protocol::Image>,
     pub previous_response_id: Option<String>,
     /// `conversation_history` (the Python Hermes's extension): the conversation supplied by
     /// the client instead of a stored one.
@@ -105,12 +107,8 @@ pub fn parse_request(body: &[u8]) -> Result<ResponsesRequest, BadRequest> {
                             continue;
                         }
                         let role = o.get("role").and_then(Value::as_str).unwrap_or("user");
-                        let content = content_text(o.get("content")).ok_or_else(|| {
-                            bad(
-                                format!("{param}.content must be a string or a list of text parts"),
-                                &format!("{param}.content"),
-                            )
-                        })?;
+                        let (content, images) = crate::wire::content_of(o.get("content"))
+                            .map_err(|e| e.at(&format!("{param}.content")))?;
                         match role {
                             "system" | "developer" => {
                                 instructions = Some(match instructions {
@@ -118,7 +116,7 @@ pub fn parse_request(body: &[u8]) -> Result<ResponsesRequest, BadRequest> {
                                     None => content,
                                 });
                             }
-                            "user" => messages.push(Message::user(content)),
+                            "user" => messages.push(Message::user_with_images(content, images)),
                             "assistant" => messages.push(Message::assistant(content)),
                             other => {
                                 return Err(bad(
@@ -141,8 +139,10 @@ pub fn parse_request(body: &[u8]) -> Result<ResponsesRequest, BadRequest> {
         }
         Some(_) => return Err(bad("'input' must be a string or array", "input")),
     }
-    let user = match messages.pop() {
-        Some(m) if m.role == Role::User && !m.content.trim().is_empty() => m.content,
+    let (user, images) = match messages.pop() {
+        Some(m) if m.role == Role::User && (!m.content.trim().is_empty() || !m.images.is_empty()) => {
+            (m.content, m.images)
+        }
         _ => {
             return Err(bad(
                 "No user message found in input: the last input message must be the user's",
@@ -156,7 +156,9 @@ pub fn parse_request(body: &[u8]) -> Result<ResponsesRequest, BadRequest> {
             let mut out = Vec::new();
             for (i, e) in entries.iter().enumerate() {
                 let role = e.get("role").and_then(Value::as_str);
-                let content = content_text(e.get("content"));
+                let content = crate::wire::content_of(e.get("content"))
+                    .ok()
+                    .map(|(text, _)| text);
                 match (role, content) {
                     (Some("user"), Some(c)) => out.push(Message::user(c)),
                     (Some("assistant"), Some(c)) => out.push(Message::assistant(c)),
@@ -196,33 +198,13 @@ pub fn parse_request(body: &[u8]) -> Result<ResponsesRequest, BadRequest> {
         instructions,
         input_history: messages,
         user,
+        images,
         previous_response_id,
         conversation_history,
         store: flag("store", true)?,
         stream: flag("stream", false)?,
         truncate,
     })
-}
-
-/// A content's text: a string, or the text of each text part (`input_text`, `output_text`,
-/// `text`); other parts are left out. Missing or null content is empty.
-fn content_text(v: Option<&Value>) -> Option<String> {
-    match v {
-        None | Some(Value::Null) => Some(String::new()),
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Array(parts)) => Some(
-            parts
-                .iter()
-                .filter_map(|p| match p {
-                    Value::String(s) => Some(s.as_str()),
-                    Value::Object(o) => o.get("text").and_then(Value::as_str),
-                    _ => None,
-                })
-                .collect::<Vec<_>>()
-                .join("\n"),
-        ),
-        Some(_) => None,
-    }
 }
 
 /// What every event and the final object of one response share.
@@ -350,6 +332,7 @@ pub(crate) fn turn_of(
         system: instructions.clone(),
         history: Some(history),
         user: r.user.clone(),
+        images: r.images.clone(),
         session,
         approver: None,
     };
