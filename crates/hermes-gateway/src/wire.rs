@@ -110,8 +110,8 @@ pub fn parse_chat_request(body: &[u8]) -> Result<ChatRequest, BadRequest> {
                 format!("messages[{i}].role"),
             )
         })?;
-        let (content, images) = content_of(m.get("content"))
-            .map_err(|e| e.at(&format!("messages[{i}].content")))?;
+        let (content, images) =
+            content_of(m.get("content")).map_err(|e| e.at(&format!("messages[{i}].content")))?;
         match role {
             "system" | "developer" => {
                 system = Some(match system {

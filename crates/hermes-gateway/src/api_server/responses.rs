@@ -48,12 +48,8 @@ pub struct ResponsesRequest {
     pub truncate: bool,
 }
 
-/// A request error: the message and the field it is about.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BadRequest {
-    pub message: String,
-    pub param: Option<String>,
-}
+/// The chat-completions request error: the message and the field it is about.
+pub use crate::wire::BadRequest;
 
 fn bad(message: impl Into<String>, param: &str) -> BadRequest {
     BadRequest {
@@ -140,7 +136,9 @@ pub fn parse_request(body: &[u8]) -> Result<ResponsesRequest, BadRequest> {
         Some(_) => return Err(bad("'input' must be a string or array", "input")),
     }
     let (user, images) = match messages.pop() {
-        Some(m) if m.role == Role::User && (!m.content.trim().is_empty() || !m.images.is_empty()) => {
+        Some(m)
+            if m.role == Role::User && (!m.content.trim().is_empty() || !m.images.is_empty()) =>
+        {
             (m.content, m.images)
         }
         _ => {
