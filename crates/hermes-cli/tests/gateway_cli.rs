@@ -234,7 +234,7 @@ fn sigterm_stops_it_and_other_platforms_are_named() {
     let server = MockServer::start(Script::new(vec![]));
     let home = TestHome::new();
     home.write_config(&format!(
-        "{}platforms:\n  matrix:\n    enabled: true\n    token: x\n  discord:\n    enabled: false\n  api_server:\n    enabled: true\n",
+        "{}platforms:\n  mattermost:\n    enabled: true\n    token: x\n  discord:\n    enabled: false\n  api_server:\n    enabled: true\n",
         hermes_testkit::mock_config_yaml(&server)
     ));
     let gw = Gateway::start(&home, &[]);
@@ -244,7 +244,7 @@ fn sigterm_stops_it_and_other_platforms_are_named() {
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(
         err,
-        "hermes: platforms.matrix is enabled, but this build has no matrix adapter\n"
+        "hermes: platforms.mattermost is enabled, but this build has no mattermost adapter\n"
     );
 }
 
