@@ -208,6 +208,29 @@ mod tests {
     }
 
     #[test]
+    fn user_images_become_converse_image_blocks_before_the_text() {
+        let m = Message::user_with_images(
+            "what?",
+            vec![
+                Image::Data {
+                    media_type: "image/jpeg".into(),
+                    data: "AAAA".into(),
+                },
+                Image::Url {
+                    url: "https://x.org/a.png".into(),
+                },
+            ],
+        );
+        assert_eq!(
+            user_blocks(&m),
+            vec![
+                json!({"image": {"format": "jpeg", "source": {"bytes": "AAAA"}}}),
+                json!({"text": "what?\n[image: https://x.org/a.png]"}),
+            ]
+        );
+    }
+
+    #[test]
     fn converse_events_map_to_stream_events() {
         let mut d = Decoder::default();
         let mut all = Vec::new();
