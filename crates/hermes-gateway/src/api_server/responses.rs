@@ -362,31 +362,38 @@ fn keep(s: &Shared, envelope: &Envelope, response: &Value, outcome: &TurnOutcome
     }
 }
 
+/// A Responses-style request (`/v1/responses`, `/v1/runs`) of an authorised client, parsed;
+/// otherwise the answer to send (401, 413, or 400 naming the field).
+pub(crate) fn authorized_request(
+    s: &Shared,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<ResponsesRequest, Box<Response>> {
+    if let Some(denied) = check_auth(s, headers) {
+        return Err(Box::new(denied));
+    }
+    let body = body_bytes(body)?;
+    parse_request(&body).map_err(|e| {
+        Box::new(json_response(
+            StatusCode::BAD_REQUEST,
+            crate::wire::error_body(
+                &e.message,
+                "invalid_request_error",
+                e.param.as_deref(),
+                None,
+            ),
+        ))
+    })
+}
+
 pub(crate) async fn create(
     State(s): State<Arc<Shared>>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    if let Some(denied) = check_auth(&s, &headers) {
-        return denied;
-    }
-    let body = match body_bytes(body) {
-        Ok(b) => b,
-        Err(r) => return *r,
-    };
-    let request = match parse_request(&body) {
+    let request = match authorized_request(&s, &headers, body) {
         Ok(r) => r,
-        Err(e) => {
-            return json_response(
-                StatusCode::BAD_REQUEST,
-                crate::wire::error_body(
-                    &e.message,
-                    "invalid_request_error",
-                    e.param.as_deref(),
-                    None,
-                ),
-            );
-        }
+        Err(r) => return *r,
     };
     let (input, instructions) = match turn_of(&s, &request) {
         Ok(t) => t,

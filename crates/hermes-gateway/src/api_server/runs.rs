@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::responses::{parse_request, turn_of};
+use super::responses::{authorized_request, turn_of};
 use super::{
     Approver, Shared, admit, body_bytes, check_auth, error_response, json_response, new_id,
     sse_response,
@@ -191,26 +191,9 @@ pub(crate) async fn start(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    if let Some(denied) = check_auth(&s, &headers) {
-        return denied;
-    }
-    let body = match body_bytes(body) {
-        Ok(b) => b,
-        Err(r) => return *r,
-    };
-    let request = match parse_request(&body) {
+    let request = match authorized_request(&s, &headers, body) {
         Ok(r) => r,
-        Err(e) => {
-            return json_response(
-                StatusCode::BAD_REQUEST,
-                crate::wire::error_body(
-                    &e.message,
-                    "invalid_request_error",
-                    e.param.as_deref(),
-                    None,
-                ),
-            );
-        }
+        Err(r) => return *r,
     };
     let (mut input, _) = match turn_of(&s, &request) {
         Ok(t) => t,
