@@ -19,6 +19,7 @@ use std::time::Duration;
 use clap::Args;
 use hermes_config::{Config, Environment};
 use hermes_core::EventSink;
+use hermes_gateway::api_server::listener::ConnectionLimits;
 use hermes_gateway::api_server::{
     self, ApiServer, ApiServerConfig, RunnerError, TurnInput, TurnOutcome, TurnRunner,
 };
@@ -94,6 +95,7 @@ pub async fn run(common: &CommonArgs, args: &GatewayArgs) -> Result<ExitCode, Cl
             "a gateway is already running for this home (pid {pid}); stop it with `hermes gateway stop`"
         )));
     }
+    raise_open_file_limit();
     let cwd = crate::session::working_dir(config)?;
     let BuiltAdapters {
         adapters,
@@ -269,6 +271,29 @@ async fn stop(common: &CommonArgs) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Raises the soft limit of open files to the hard one: a gateway holds a socket per API
+/// client and chat connection, and the usual soft limit (1,024) is low enough for a burst of
+/// idle clients to exhaust it. Best effort: a refusal leaves the limit as it was.
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn raise_open_file_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit read and write the plain struct passed by pointer.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn raise_open_file_limit() {}
+
 /// SIGTERM to `pid` (never to pid 0 or 1, which would mean a group or init).
 #[allow(unsafe_code)]
 fn send_sigterm(pid: u32) -> std::io::Result<()> {
@@ -380,6 +405,24 @@ fn server_config(
                 ))
             })?,
     };
+    let list = |var: &str, key: &str| -> Vec<String> {
+        let items: Vec<String> = match env.var(var).filter(|v| !v.trim().is_empty()) {
+            Some(v) => v.split(',').map(str::to_string).collect(),
+            None => match platform_value(config, key) {
+                Some(Value::Array(items)) => items.iter().filter_map(as_text).collect(),
+                Some(v) => as_text(v)
+                    .map(|v| v.split(',').map(str::to_string).collect())
+                    .unwrap_or_default(),
+                None => Vec::new(),
+            },
+        };
+        items
+            .into_iter()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect()
+    };
+    let connections = connection_limits(config)?;
     let model_name = setting("API_SERVER_MODEL_NAME", "model_name")
         .map(|(v, _)| v)
         .or(profile.filter(|p| p != "default" && p != "custom"))
@@ -392,7 +435,40 @@ fn server_config(
         model_name,
         version: env!("CARGO_PKG_VERSION").into(),
         response_store: Some(home.join(api_server::response_store::FILE_NAME)),
+        cors_origins: list("API_SERVER_CORS_ORIGINS", "cors_origins"),
+        allowed_hosts: list("API_SERVER_ALLOWED_HOSTS", "allowed_hosts"),
+        connections,
     })
+}
+
+/// `gateway.api_server.{max_connections, header_timeout, body_timeout}` (timeouts in seconds).
+fn connection_limits(config: &Config) -> Result<ConnectionLimits, CliError> {
+    let mut limits = ConnectionLimits::default();
+    let number = |key: &str| -> Result<Option<f64>, CliError> {
+        match config.raw.pointer(&format!("/gateway/api_server/{key}")) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v
+                .as_f64()
+                .filter(|n| n.is_finite() && *n > 0.0)
+                .map(Some)
+                .ok_or_else(|| {
+                    CliError::config(format!(
+                        "{}: gateway.api_server.{key} must be a positive number",
+                        config.path.display()
+                    ))
+                }),
+        }
+    };
+    if let Some(n) = number("max_connections")? {
+        limits.max_connections = (n as usize).max(1);
+    }
+    if let Some(secs) = number("header_timeout")? {
+        limits.header_timeout = Duration::from_secs_f64(secs.min(86_400.0));
+    }
+    if let Some(secs) = number("body_timeout")? {
+        limits.body_timeout = Duration::from_secs_f64(secs.min(86_400.0));
+    }
+    Ok(limits)
 }
 
 /// One request, one session of the gateway's runtime, recorded with source `api`: a new stored

@@ -9,9 +9,14 @@
 //! that goes away cancels its turn, and shutting the server down cancels every turn in flight.
 //! With a key, every route but `/health` needs `Authorization: Bearer KEY`; without one the
 //! server only binds to loopback addresses. Every error is OpenAI's error envelope; an unknown
-//! route answers 404 naming the routes that exist.
+//! route answers 404 naming the routes that exist. Every request first passes the [`guard`]
+//! (origin, Host, JSON-only bodies read within a deadline) and every connection the
+//! [`listener`]'s limits (header deadline, a connection cap that closes idle connections
+//! first).
 
 pub mod chat;
+mod guard;
+pub mod listener;
 pub mod response_store;
 pub mod responses;
 pub mod runs;
@@ -161,6 +166,13 @@ pub struct ApiServerConfig {
     pub version: String,
     /// Where stored Responses live across restarts (`None`: in memory only).
     pub response_store: Option<PathBuf>,
+    /// `API_SERVER_CORS_ORIGINS`: browser origins allowed to call the server (`*`: any);
+    /// a request from any other origin is refused.
+    pub cors_origins: Vec<String>,
+    /// `API_SERVER_ALLOWED_HOSTS`: `Host` names answered besides the loopback ones when the
+    /// server listens on loopback (`*`: any).
+    pub allowed_hosts: Vec<String>,
+    pub connections: listener::ConnectionLimits,
 }
 
 impl Default for ApiServerConfig {
@@ -173,6 +185,9 @@ impl Default for ApiServerConfig {
             model_name: DEFAULT_MODEL_NAME.into(),
             version: String::new(),
             response_store: None,
+            cors_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            connections: listener::ConnectionLimits::default(),
         }
     }
 }
@@ -197,22 +212,23 @@ pub enum ServeError {
 /// Refuses a bind that would expose an unauthenticated agent: without a key only loopback
 /// addresses (and `localhost`) are allowed.
 pub fn check_bind(host: &str, key: Option<&str>) -> Result<(), ServeError> {
-    if key.is_some_and(|k| !k.is_empty()) {
-        return Ok(());
-    }
-    let loopback = host.eq_ignore_ascii_case("localhost")
-        || host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    if loopback {
+    if key.is_some_and(|k| !k.is_empty()) || is_loopback_bind(host) {
         Ok(())
     } else {
         Err(ServeError::NoKey {
             host: host.to_string(),
         })
     }
+}
+
+/// Whether `host` (a bind address) is a loopback one.
+fn is_loopback_bind(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 pub(crate) struct Shared {
@@ -223,6 +239,7 @@ pub(crate) struct Shared {
     pub(crate) turns: CancellationToken,
     pub(crate) responses: response_store::ResponseStore,
     pub(crate) runs: runs::Runs,
+    pub(crate) browser: guard::BrowserPolicy,
 }
 
 /// A bound, not yet serving, API server.
@@ -253,6 +270,12 @@ impl ApiServer {
             })?;
         let limit =
             (config.max_concurrent > 0).then(|| Arc::new(Semaphore::new(config.max_concurrent)));
+        let browser = guard::BrowserPolicy::new(
+            &config.cors_origins,
+            is_loopback_bind(&config.host),
+            &config.allowed_hosts,
+            config.connections.body_timeout,
+        );
         Ok(ApiServer {
             listener,
             shared: Arc::new(Shared {
@@ -262,6 +285,7 @@ impl ApiServer {
                 turns: CancellationToken::new(),
                 responses,
                 runs: runs::Runs::new(runs::MAX_KEPT_RUNS),
+                browser,
             }),
         })
     }
@@ -274,13 +298,20 @@ impl ApiServer {
     /// connections are done.
     pub async fn serve(self, shutdown: CancellationToken) -> std::io::Result<()> {
         let turns = self.shared.turns.clone();
+        let limits = self.shared.config.connections;
         let app = router(self.shared);
-        axum::serve(self.listener, app)
-            .with_graceful_shutdown(async move {
+        let cancel_turns = {
+            let shutdown = shutdown.clone();
+            async move {
                 shutdown.cancelled().await;
                 turns.cancel();
-            })
-            .await
+            }
+        };
+        tokio::join!(
+            listener::serve(self.listener, app, limits, shutdown),
+            cancel_turns
+        );
+        Ok(())
     }
 }
 
@@ -304,6 +335,10 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/runs/{id}/stop", post(runs::stop))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn_with_state(
+            shared.clone(),
+            guard::guard,
+        ))
         .with_state(shared)
 }
 
@@ -421,7 +456,7 @@ async fn capabilities(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Respo
                 "audio_api": false,
                 "realtime_voice": false,
                 "session_continuity_header": "X-Hermes-Session-Id",
-                "cors": false,
+                "cors": s.browser.cors_enabled(),
             },
             "endpoints": {
                 "health": endpoint("GET", "/health"),

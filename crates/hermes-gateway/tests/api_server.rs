@@ -466,7 +466,7 @@ async fn a_client_that_leaves_cancels_its_turn() {
         json!({"messages": [{"role": "user", "content": "hang"}], "stream": true}).to_string();
     let mut s = tokio::net::TcpStream::connect(srv.addr).await.unwrap();
     let req = format!(
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     );
     s.write_all(req.as_bytes()).await.unwrap();

@@ -23,12 +23,27 @@ impl HttpReply {
     }
 }
 
-/// The text of a request with a JSON body and `Connection: close`.
+/// The text of a request with a JSON body and `Connection: close`. `Host: localhost` and
+/// `Content-Type: application/json` are sent unless `headers` names its own.
 pub fn request_text(method: &str, path: &str, headers: &[&str], body: &str) -> String {
-    let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+    let names = |name: &str| {
+        headers.iter().any(|h| {
+            h.split(':')
+                .next()
+                .is_some_and(|n| n.trim().eq_ignore_ascii_case(name))
+        })
+    };
+    let mut req = format!("{method} {path} HTTP/1.1\r\n");
+    if !names("host") {
+        req.push_str("Host: localhost\r\n");
+    }
+    if !names("content-type") {
+        req.push_str("Content-Type: application/json\r\n");
+    }
+    req.push_str(&format!(
+        "Connection: close\r\nContent-Length: {}\r\n",
         body.len()
-    );
+    ));
     for h in headers {
         req.push_str(h);
         req.push_str("\r\n");
