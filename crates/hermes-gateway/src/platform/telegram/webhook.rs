@@ -72,8 +72,8 @@ pub(crate) async fn serve(
         .route(&path, post(receive))
         .layer(DefaultBodyLimit::max(MAX_UPDATE))
         .with_state(endpoint);
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await
-        .map_err(|e| format!("webhook server: {e}"))
+    // The API server's connection handling: header deadline and a connection cap, so idle
+    // sockets from the internet cannot exhaust the process.
+    crate::api_server::listener::serve(listener, app, Default::default(), shutdown).await;
+    Ok(())
 }

@@ -647,16 +647,10 @@ impl PlatformAdapter for WebhookAdapter {
                 .with_state(endpoint);
             status.set_state(ConnectionState::Connected);
             backoff.reset();
-            let served = axum::serve(listener, app)
-                .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+            // The API server's connection handling (header deadline, connection cap): returns
+            // at shutdown.
+            crate::api_server::listener::serve(listener, app, Default::default(), shutdown.clone())
                 .await;
-            if let Err(e) = served {
-                status.set_state(ConnectionState::Reconnecting);
-                status.error(format!("webhook server: {e}"));
-                if !backoff.wait(&shutdown).await {
-                    break;
-                }
-            }
         }
         status.set_state(ConnectionState::Stopped);
     }
