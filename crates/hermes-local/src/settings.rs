@@ -45,6 +45,8 @@ pub struct LocalSettings {
     pub is_default_model: bool,
     /// `model.tool_choice: required`: while tools are offered, every reply is a tool call.
     pub require_tool_call: bool,
+    /// Where evaluated prompt prefixes are saved (`$HERMES_HOME/cache/kv`); `None`: nowhere.
+    pub kv_cache_dir: Option<PathBuf>,
 }
 
 impl LocalSettings {
@@ -108,6 +110,7 @@ impl LocalSettings {
                 .tool_choice
                 .as_deref()
                 .is_some_and(|c| c.trim().eq_ignore_ascii_case("required")),
+            kv_cache_dir: Some(hermes_home.join("cache").join("kv")),
         }
     }
 }
@@ -245,6 +248,7 @@ mod tests {
         assert_eq!(other.max_tokens, DEFAULT_MAX_TOKENS);
         assert!(s.threads >= 1);
         assert!(!s.require_tool_call);
+        assert_eq!(s.kv_cache_dir, Some(PathBuf::from("/h/cache/kv")));
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Reading tool calls back out of a reply written in a model's own syntax, while it streams.
 //! Text is passed on as it arrives; once the reply opens a call (`<tool_call>`,
 //! `[TOOL_CALLS]`, `<|python_tag|>`, or a JSON object at its very start) the rest is held
-//! until the reply ends and then parsed into one or more calls. A marker split across pieces
+//! until the reply ends and then parsed into one or more calls. A reply that is one fenced
+//! JSON call (what small models write when they drift from their syntax) is a call too. A marker split across pieces
 //! is held back until it is whole, so no half of `<tool_call>` leaks into the answer.
 
 use hermes_protocol::{FinishReason, StreamEvent};
@@ -18,7 +19,13 @@ enum State {
     Text,
     /// Inside the calls: held until the end.
     Calls,
+    /// A reply that opens with a code fence: small models sometimes write their call as a
+    /// fenced JSON object instead of in their syntax. Held until the end, then a call when it
+    /// is one, else text.
+    Fenced,
 }
+
+const FENCE: &str = "```";
 
 /// Turns the text pieces of a reply in `format` into [`StreamEvent`]s.
 #[derive(Debug)]
@@ -50,14 +57,18 @@ impl NativeReplyStream {
         self.buffer.push_str(piece);
         let opening = self.format.opening();
         match self.state {
-            State::Calls => Vec::new(),
+            State::Calls | State::Fenced => Vec::new(),
             State::Undecided => {
                 let start = self.buffer.trim_start();
-                if start.is_empty() || opening.starts_with(start) {
+                if start.is_empty() || opening.starts_with(start) || FENCE.starts_with(start) {
                     return Vec::new();
                 }
                 if start.starts_with(opening) || start.starts_with('{') {
                     self.state = State::Calls;
+                    return Vec::new();
+                }
+                if start.starts_with(FENCE) {
+                    self.state = State::Fenced;
                     return Vec::new();
                 }
                 self.state = State::Text;
@@ -99,8 +110,12 @@ impl NativeReplyStream {
         let buffer = std::mem::take(&mut self.buffer);
         let state = std::mem::replace(&mut self.state, State::Text);
         let mut events = Vec::new();
-        if state == State::Calls {
-            let calls = parse_calls(self.format, &buffer);
+        if matches!(state, State::Calls | State::Fenced) {
+            let calls = if state == State::Calls {
+                parse_calls(self.format, &buffer)
+            } else {
+                one_call(&buffer).into_iter().collect()
+            };
             if !calls.is_empty() {
                 for (index, call) in calls.into_iter().enumerate() {
                     events.push(StreamEvent::ToolCallDelta {
@@ -318,6 +333,27 @@ mod tests {
             vec![
                 delta(0, "write_file", r#"{"path": "a", "content": "hel"#),
                 StreamEvent::Finish(FinishReason::Length),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_fenced_json_call_is_a_call_and_fenced_code_is_text() {
+        let events = run(
+            ToolFormat::Hermes,
+            &["``", "`json\n{\"name\": \"todo\", \"arguments\": {}}\n```"],
+            FinishReason::Stop,
+        );
+        assert_eq!(
+            events,
+            vec![delta(0, "todo", "{}"), StreamEvent::Finish(FinishReason::ToolCalls)]
+        );
+        let code = "```python\nprint(1)\n```";
+        assert_eq!(
+            run(ToolFormat::Hermes, &[code], FinishReason::Stop),
+            vec![
+                StreamEvent::TextDelta(code.into()),
+                StreamEvent::Finish(FinishReason::Stop)
             ]
         );
     }
