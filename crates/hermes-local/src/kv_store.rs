@@ -104,9 +104,7 @@ impl KvStore {
     /// A fresh file name to write an entry to before [`KvStore::commit`] moves it in place.
     pub fn temp_path(&self, key: &str) -> std::io::Result<PathBuf> {
         std::fs::create_dir_all(&self.dir)?;
-        Ok(self
-            .dir
-            .join(format!(".{key}.{}.tmp", std::process::id())))
+        Ok(self.dir.join(format!(".{key}.{}.tmp", std::process::id())))
     }
 
     /// Moves a written entry in place and trims the store to its bounds.

@@ -54,10 +54,7 @@ impl<'m> Session<'m> {
             Some(PrefixStore {
                 store: KvStore::new(dir),
                 model: ModelIdentity::of(&settings.model_path)?,
-                engine: format!(
-                    "llama-cpp-2 0.1.160; n_ctx={}; swa_full",
-                    context.n_ctx()
-                ),
+                engine: format!("llama-cpp-2 0.1.160; n_ctx={}; swa_full", context.n_ctx()),
             })
         });
         Session {

@@ -101,7 +101,6 @@ impl Template {
         }
     }
 
-
     /// The prompt, prefix, grammar and reply parser for a request.
     pub(crate) fn prepare(
         &self,
@@ -201,7 +200,8 @@ impl Builtin {
 fn native_template(model: &LlamaModel, text: &str) -> Option<JinjaTemplate> {
     let format = native::detect(text)?;
     let vocab = model.vocab();
-    let piece = |token| String::from_utf8_lossy(&vocab.token_to_piece(token, true, None)).into_owned();
+    let piece =
+        |token| String::from_utf8_lossy(&vocab.token_to_piece(token, true, None)).into_owned();
     let template = JinjaTemplate::new(text, piece(vocab.bos()), piece(vocab.eos()), format);
     let probe_tool = ToolSchema {
         name: "probe".into(),

@@ -99,11 +99,19 @@ mod tests {
     #[test]
     fn hermes_calls_are_tagged_objects_with_name_and_arguments() {
         let g = native_call_grammar(ToolFormat::Hermes, &tools(), true).unwrap();
-        assert!(g.starts_with("root ::= calls | text\ntext ::= [^<{ \\t\\n\\r] .*\n"), "{g}");
-        assert!(g.contains("calls ::= call ( \"\\n\" call ){0,3}\n"), "{g}");
-        assert!(g.contains("call ::= \"<tool_call>\\n\" call-object \"\\n</tool_call>\"\n"), "{g}");
         assert!(
-            g.contains(r#"tool0 ::= "\"read_file\"" ws "," ws "\"arguments\"" ws ":" ws tool0-args"#),
+            g.starts_with("root ::= calls | text\ntext ::= [^<{ \\t\\n\\r] .*\n"),
+            "{g}"
+        );
+        assert!(g.contains("calls ::= call ( \"\\n\" call ){0,3}\n"), "{g}");
+        assert!(
+            g.contains("call ::= \"<tool_call>\\n\" call-object \"\\n</tool_call>\"\n"),
+            "{g}"
+        );
+        assert!(
+            g.contains(
+                r#"tool0 ::= "\"read_file\"" ws "," ws "\"arguments\"" ws ":" ws tool0-args"#
+            ),
             "{g}"
         );
         assert!(
@@ -115,11 +123,17 @@ mod tests {
     #[test]
     fn mistral_and_llama_syntaxes() {
         let g = native_call_grammar(ToolFormat::Mistral, &tools(), false).unwrap();
-        assert!(g.starts_with("root ::= calls\ncalls ::= \"[TOOL_CALLS]\" \"[\""), "{g}");
+        assert!(
+            g.starts_with("root ::= calls\ncalls ::= \"[TOOL_CALLS]\" \"[\""),
+            "{g}"
+        );
         assert!(!g.contains("text ::="));
         let g = native_call_grammar(ToolFormat::Llama3, &tools(), true).unwrap();
         assert!(g.contains(r#""\"parameters\"""#), "{g}");
-        assert!(g.contains("calls ::= call-object ( \";\" ws call-object ){0,3}"), "{g}");
+        assert!(
+            g.contains("calls ::= call-object ( \";\" ws call-object ){0,3}"),
+            "{g}"
+        );
     }
 
     #[test]

@@ -184,15 +184,8 @@ impl JinjaTemplate {
         TemplateMessage {
             role,
             content: message.content.clone(),
-            tool_calls: message
-                .tool_calls
-                .iter()
-                .map(|c| self.call(c))
-                .collect(),
-            tool_call_id: message
-                .tool_call_id
-                .as_deref()
-                .map(|id| self.call_id(id)),
+            tool_calls: message.tool_calls.iter().map(|c| self.call(c)).collect(),
+            tool_call_id: message.tool_call_id.as_deref().map(|id| self.call_id(id)),
             name: message.name.clone(),
         }
     }
@@ -247,9 +240,12 @@ fn environment() -> Environment<'static> {
     env.set_recursion_limit(64);
     env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
     env.add_filter("tojson", tojson);
-    env.add_function("raise_exception", |message: String| -> Result<Value, Error> {
-        Err(Error::new(ErrorKind::InvalidOperation, message))
-    });
+    env.add_function(
+        "raise_exception",
+        |message: String| -> Result<Value, Error> {
+            Err(Error::new(ErrorKind::InvalidOperation, message))
+        },
+    );
     env.add_function("strftime_now", |format: String| today(&format));
     env
 }

@@ -146,7 +146,9 @@ impl NativeReplyStream {
 fn partial_suffix(text: &str, marker: &str) -> usize {
     (1..marker.len().min(text.len() + 1))
         .rev()
-        .find(|&n| text.is_char_boundary(text.len() - n) && marker.starts_with(&text[text.len() - n..]))
+        .find(|&n| {
+            text.is_char_boundary(text.len() - n) && marker.starts_with(&text[text.len() - n..])
+        })
         .unwrap_or(0)
 }
 
@@ -156,11 +158,17 @@ pub fn parse_calls(format: ToolFormat, text: &str) -> Vec<NativeCall> {
     match format {
         ToolFormat::Hermes => hermes_calls(text),
         ToolFormat::Mistral => {
-            let rest = text.strip_prefix("[TOOL_CALLS]").unwrap_or(text).trim_start();
+            let rest = text
+                .strip_prefix("[TOOL_CALLS]")
+                .unwrap_or(text)
+                .trim_start();
             json_calls(rest)
         }
         ToolFormat::Llama3 => {
-            let rest = text.strip_prefix("<|python_tag|>").unwrap_or(text).trim_start();
+            let rest = text
+                .strip_prefix("<|python_tag|>")
+                .unwrap_or(text)
+                .trim_start();
             json_calls(rest)
         }
     }
@@ -208,7 +216,8 @@ fn json_calls(text: &str) -> Vec<NativeCall> {
                 if let Some(call) = one_call(&rest[..end]) {
                     calls.push(call);
                 }
-                rest = rest[end..].trim_start_matches(|c: char| c.is_whitespace() || c == ';' || c == ',');
+                rest = rest[end..]
+                    .trim_start_matches(|c: char| c.is_whitespace() || c == ';' || c == ',');
             }
             _ => {
                 calls.extend(one_call(rest));
@@ -285,7 +294,11 @@ mod tests {
     fn text_before_a_call_streams_and_a_split_marker_is_held_back() {
         let events = run(
             ToolFormat::Hermes,
-            &["Let me look.", "\n<tool_", "call>\n{\"name\": \"todo\", \"arguments\": {}}\n</tool_call>"],
+            &[
+                "Let me look.",
+                "\n<tool_",
+                "call>\n{\"name\": \"todo\", \"arguments\": {}}\n</tool_call>",
+            ],
             FinishReason::Stop,
         );
         assert_eq!(
@@ -314,7 +327,10 @@ mod tests {
             })
             .collect();
         assert_eq!(text, "Use <b> tags or a <tool");
-        assert_eq!(events.last(), Some(&StreamEvent::Finish(FinishReason::Stop)));
+        assert_eq!(
+            events.last(),
+            Some(&StreamEvent::Finish(FinishReason::Stop))
+        );
     }
 
     #[test]
@@ -325,7 +341,9 @@ mod tests {
         );
         let events = run(
             ToolFormat::Hermes,
-            &["<tool_call>\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"a\", \"content\": \"hel"],
+            &[
+                "<tool_call>\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"a\", \"content\": \"hel",
+            ],
             FinishReason::Length,
         );
         assert_eq!(
@@ -346,7 +364,10 @@ mod tests {
         );
         assert_eq!(
             events,
-            vec![delta(0, "todo", "{}"), StreamEvent::Finish(FinishReason::ToolCalls)]
+            vec![
+                delta(0, "todo", "{}"),
+                StreamEvent::Finish(FinishReason::ToolCalls)
+            ]
         );
         let code = "```python\nprint(1)\n```";
         assert_eq!(
@@ -360,7 +381,11 @@ mod tests {
 
     #[test]
     fn a_held_reply_that_holds_no_call_is_released_as_text() {
-        let events = run(ToolFormat::Hermes, &["<tool_call>oops</tool_call>"], FinishReason::Stop);
+        let events = run(
+            ToolFormat::Hermes,
+            &["<tool_call>oops</tool_call>"],
+            FinishReason::Stop,
+        );
         assert_eq!(
             events,
             vec![
@@ -380,7 +405,10 @@ mod tests {
             vec![call("a", r#"{"x":1}"#), call("b", "{}")]
         );
         assert_eq!(
-            parse_calls(ToolFormat::Mistral, r#"[TOOL_CALLS][{"name": "a", "arguments": {"x": "#),
+            parse_calls(
+                ToolFormat::Mistral,
+                r#"[TOOL_CALLS][{"name": "a", "arguments": {"x": "#
+            ),
             vec![call("a", r#"{"x":"#)]
         );
         assert_eq!(

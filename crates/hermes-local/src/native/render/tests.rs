@@ -131,7 +131,8 @@ fn hostile_templates_fail_cleanly() {
         run("{{ raise_exception('Conversation roles must alternate') }}")
             .contains("Conversation roles must alternate")
     );
-    let endless = run("{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}");
+    let endless =
+        run("{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}");
     assert!(endless.contains("fuel"), "{endless}");
     assert!(run("{% if %}").contains("syntax"), "{}", run("{% if %}"));
     let nested = run("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}");
