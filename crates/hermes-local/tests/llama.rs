@@ -33,7 +33,11 @@ fn settings() -> LocalSettings {
         temperature: Some(0.0),
         ..ModelSettings::default()
     };
-    LocalSettings::from_config(&config, Some(&model_path()), Path::new("/nonexistent"))
+    let mut settings =
+        LocalSettings::from_config(&config, Some(&model_path()), Path::new("/nonexistent"));
+    // Nothing saved between tests (the CLI tests cover the saved prefixes).
+    settings.kv_cache_dir = None;
+    settings
 }
 
 /// Records every request's messages, then delegates.
