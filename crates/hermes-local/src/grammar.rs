@@ -17,7 +17,7 @@ pub const MAX_DEPTH: usize = 8;
 
 /// The shared rules: JSON primitives, any JSON value, and the whitespace allowed between
 /// tokens. Whitespace is at most one space so a tiny model cannot loop on blanks.
-const BASE_RULES: &str = r#"ws ::= " "?
+pub(crate) const BASE_RULES: &str = r#"ws ::= " "?
 json-string ::= "\"" json-char* "\""
 json-char ::= [^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])
 json-integer ::= "-"? ("0" | [1-9] [0-9]{0,15})
@@ -73,18 +73,18 @@ pub fn tool_call_grammar(tools: &[ToolSchema], text_allowed: bool) -> Option<Str
 }
 
 #[derive(Default)]
-struct GrammarBuilder {
-    rules: String,
+pub(crate) struct GrammarBuilder {
+    pub(crate) rules: String,
 }
 
 impl GrammarBuilder {
-    fn add(&mut self, name: &str, body: String) {
+    pub(crate) fn add(&mut self, name: &str, body: String) {
         let _ = writeln!(self.rules, "{name} ::= {body}");
     }
 
     /// The rule (or inline expression) matching values of `schema`; `name` is the rule name to
     /// use when one is needed.
-    fn value(&mut self, name: &str, schema: &Value, depth: usize) -> String {
+    pub(crate) fn value(&mut self, name: &str, schema: &Value, depth: usize) -> String {
         if depth > MAX_DEPTH {
             return "json-value".into();
         }
@@ -218,12 +218,12 @@ impl GrammarBuilder {
     }
 }
 
-fn json_text(value: &Value) -> String {
+pub(crate) fn json_text(value: &Value) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "null".into())
 }
 
 /// A GBNF string literal matching exactly `text`.
-fn literal(text: &str) -> String {
+pub(crate) fn literal(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 2);
     out.push('"');
     for c in text.chars() {

@@ -78,13 +78,20 @@ fn unwrap_call(text: &str) -> &str {
 }
 
 /// The tool name and raw argument text of a call cut off mid-JSON.
+/// The name key may be `tool` (our prompt) or `name` (native formats), the arguments key
+/// `arguments` or `parameters`.
 fn truncated_call(text: &str) -> Option<(String, String)> {
-    let after_key = text.split_once("\"tool\"")?.1.trim_start();
+    let after_key = ["\"tool\"", "\"name\""]
+        .iter()
+        .find_map(|k| text.split_once(k))?
+        .1
+        .trim_start();
     let after_colon = after_key.strip_prefix(':')?.trim_start();
     let name_and_rest = after_colon.strip_prefix('"')?;
     let (name, rest) = name_and_rest.split_once('"')?;
-    let arguments = rest
-        .split_once("\"arguments\"")
+    let arguments = ["\"arguments\"", "\"parameters\""]
+        .iter()
+        .find_map(|k| rest.split_once(k))
         .and_then(|(_, a)| a.trim_start().strip_prefix(':'))
         .map(str::trim_start)
         .unwrap_or("");

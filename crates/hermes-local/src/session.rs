@@ -86,9 +86,9 @@ pub fn with_tool_calling(
 pub fn default_model_notice(spec: &ProviderSpec, config_path: &Path) -> Option<String> {
     (spec.is_local() && spec.chosen_by == hermes_llm::resolve::CHOSEN_BY_DEFAULT).then(|| {
         format!(
-            "no provider configured: using the bundled local model {} (a tiny offline base model, \
-             for smoke tests); for real answers put `model: {{provider: openrouter}}` in {} and \
-             export OPENROUTER_API_KEY, or see \"Local models\" in the README",
+            "no provider configured: using the bundled local model {} (small and offline: fine \
+             for simple tasks); for stronger answers put `model: {{provider: openrouter}}` in {} \
+             and export OPENROUTER_API_KEY, or see \"Local models\" in the README",
             spec.model,
             config_path.display()
         )
@@ -114,7 +114,7 @@ mod tests {
     fn the_notice_names_the_config_line_only_for_the_fallback() {
         let spec = default_spec();
         let notice = default_model_notice(&spec, Path::new("/h/config.yaml")).unwrap();
-        assert!(notice.contains("gemma-3-270m"), "{notice}");
+        assert!(notice.contains("qwen2.5-coder-0.5b"), "{notice}");
         assert!(
             notice.contains("`model: {provider: openrouter}` in /h/config.yaml"),
             "{notice}"

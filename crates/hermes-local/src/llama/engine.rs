@@ -9,7 +9,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, OnceLock, Weak, mpsc};
 
 use hermes_llm::LlmError;
-use hermes_protocol::StreamEvent;
+use hermes_protocol::{Message, StreamEvent, ToolSchema};
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::model::LlamaModel;
@@ -19,7 +19,6 @@ use super::generate::Session;
 use super::log_capture;
 use super::template::Template;
 use crate::settings::LocalSettings;
-use crate::tool_prompt::PlainTurn;
 
 /// Sampling choices of one request.
 #[derive(Debug, Clone, Copy)]
@@ -29,11 +28,15 @@ pub(crate) struct Sampling {
     pub seed: Option<u32>,
 }
 
-/// One request: the conversation as plain turns, the optional tool-call grammar, and where
-/// the events go. A closed channel means the caller stopped listening: generation stops.
+/// One request: the conversation and tools (formatted on the worker, which knows the model's
+/// template), and where the events go. A closed channel means the caller stopped listening:
+/// generation stops.
 pub(crate) struct Job {
-    pub turns: Vec<PlainTurn>,
-    pub grammar: Option<String>,
+    pub system: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSchema>,
+    /// `model.tool_choice: required`: while tools are offered, the reply is a call.
+    pub require_tool_call: bool,
     pub sampling: Sampling,
     pub max_tokens: u32,
     pub events: tokio::sync::mpsc::UnboundedSender<Result<StreamEvent, LlmError>>,
@@ -180,7 +183,7 @@ fn serve(
         Ok(t) => t,
         Err(message) => return message,
     };
-    let mut session = Session::new(model, context, template);
+    let mut session = Session::new(model, context, template, settings);
     for job in jobs {
         let events = job.events.clone();
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| session.run(&job)));

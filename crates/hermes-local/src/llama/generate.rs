@@ -1,8 +1,12 @@
-//! One reply, token by token: the prompt is formatted and tokenised, the part of it already in
-//! the KV cache (same prefix as the previous request) is skipped, the rest is evaluated in
+//! One reply, token by token: the request is formatted ([`Template::prepare`]) and tokenised;
+//! the part of the prompt already in the KV cache (same prefix as the previous request) is
+//! skipped; on a fresh context the shared prefix (system prompt and tools) is loaded from the
+//! home's KV store when it was saved before, or evaluated and saved; the rest is evaluated in
 //! batches, then tokens are sampled (constrained by the tool-call grammar when tools are
 //! offered) until an end-of-turn token, the output limit or the context end. Text streams out
 //! as it is decoded; a caller that stopped listening stops generation at the next token.
+
+use std::path::Path;
 
 use hermes_llm::LlmError;
 use hermes_protocol::{FinishReason, StreamEvent, Usage};
@@ -15,8 +19,9 @@ use llama_cpp_2::token::data::LlamaTokenData;
 use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 
 use super::engine::{Job, Sampling};
-use super::template::Template;
-use crate::reply::ReplyStream;
+use super::template::{Reply, Template};
+use crate::kv_store::{self, KvStore, ModelIdentity};
+use crate::settings::LocalSettings;
 
 /// Prompt tokens evaluated per decode call; cancellation is checked between batches.
 const PROMPT_BATCH: usize = 512;
@@ -27,6 +32,15 @@ pub(crate) struct Session<'m> {
     template: Template,
     /// The tokens whose keys and values are in the context's cache, in order.
     cached: Vec<LlamaToken>,
+    /// The saved prefixes, with what keys them besides the tokens.
+    store: Option<PrefixStore>,
+}
+
+struct PrefixStore {
+    store: KvStore,
+    model: ModelIdentity,
+    /// The runtime settings that shape a saved state.
+    engine: String,
 }
 
 impl<'m> Session<'m> {
@@ -34,22 +48,39 @@ impl<'m> Session<'m> {
         model: &'m LlamaModel,
         context: LlamaContext<'m>,
         template: Template,
+        settings: &LocalSettings,
     ) -> Self {
+        let store = settings.kv_cache_dir.as_ref().and_then(|dir| {
+            Some(PrefixStore {
+                store: KvStore::new(dir),
+                model: ModelIdentity::of(&settings.model_path)?,
+                engine: format!("llama-cpp-2 0.1.160; n_ctx={}; swa_full", context.n_ctx()),
+            })
+        });
         Session {
             model,
             context,
             template,
             cached: Vec::new(),
+            store,
         }
     }
 
     /// Answers `job` on its channel; an error is returned for the caller to send.
     pub(crate) fn run(&mut self, job: &Job) -> Result<(), LlmError> {
-        let prompt = self
+        let mut prepared = self
             .template
-            .render(self.model, &job.turns)
+            .prepare(
+                self.model,
+                &job.system,
+                &job.messages,
+                &job.tools,
+                job.require_tool_call,
+            )
             .map_err(LlmError::Config)?;
-        let tokens = self.model.vocab().tokenize(prompt.as_bytes(), true, true);
+        let vocab = self.model.vocab();
+        let add_special = !prepared.has_bos;
+        let tokens = vocab.tokenize(prepared.prompt.as_bytes(), add_special, true);
         let n_ctx = self.context.n_ctx() as usize;
         if tokens.is_empty() {
             return Err(LlmError::Config("the prompt is empty".into()));
@@ -62,14 +93,25 @@ impl<'m> Session<'m> {
                 tokens.len()
             )));
         }
-        let reused = match self.evaluate_prompt(&tokens, job)? {
+        // The shared prefix, in tokens: as far as its own tokens agree with the prompt's (the
+        // boundary may tokenise differently), and never the last prompt token.
+        let prefix_len = prepared.prefix.as_deref().map_or(0, |prefix| {
+            vocab
+                .tokenize(prefix.as_bytes(), add_special, true)
+                .iter()
+                .zip(&tokens)
+                .take_while(|(a, b)| a == b)
+                .count()
+                .min(tokens.len() - 1)
+        });
+        let reused = match self.evaluate_prompt(&tokens, prefix_len, job)? {
             Some(reused) => reused,
             None => return Ok(()), // the caller went away
         };
         let room = n_ctx - tokens.len();
         let limit = (job.max_tokens as usize).min(room);
         // Running out of context ends the reply like the output limit does (`Length`).
-        let Some(produced) = self.sample_reply(job, limit, tokens.len())? else {
+        let Some(produced) = self.sample_reply(job, &mut prepared, limit, tokens.len())? else {
             return Ok(());
         };
         let usage = Usage {
@@ -82,11 +124,14 @@ impl<'m> Session<'m> {
         Ok(())
     }
 
-    /// Brings the cache to `tokens`, keeping the common prefix. Returns how many tokens were
-    /// reused, or `None` when the caller stopped listening.
+    /// Brings the cache to `tokens`: keeps the common prefix with the previous request, else
+    /// loads the saved `prefix_len` shared tokens (or evaluates and saves them), then
+    /// evaluates the rest. Returns how many tokens were not evaluated again, or `None` when
+    /// the caller stopped listening.
     fn evaluate_prompt(
         &mut self,
         tokens: &[LlamaToken],
+        prefix_len: usize,
         job: &Job,
     ) -> Result<Option<usize>, LlmError> {
         // At least the last prompt token is evaluated again: its logits start the reply.
@@ -97,20 +142,68 @@ impl<'m> Session<'m> {
             .take_while(|(a, b)| a == b)
             .count()
             .min(tokens.len() - 1);
+        let mut save_as = None;
+        if reused < prefix_len && prefix_len >= kv_store::MIN_TOKENS {
+            let prefix = &tokens[..prefix_len];
+            let found = self.store.as_ref().map(|store| {
+                let ids: Vec<i32> = prefix.iter().map(|t| t.0).collect();
+                let key = KvStore::key(&store.model, &store.engine, &ids);
+                let path = store.store.lookup(&key);
+                (key, path)
+            });
+            match found {
+                Some((key, Some(path))) => {
+                    if self.load_prefix(&path, prefix) {
+                        reused = prefix_len;
+                    } else {
+                        // Unusable (damaged, another llama.cpp's): replaced by a fresh one.
+                        if let Some(store) = &self.store {
+                            store.store.discard(&key);
+                        }
+                        reused = 0;
+                        save_as = Some(key);
+                    }
+                }
+                Some((key, None)) => save_as = Some(key),
+                None => {}
+            }
+        }
         let kept = u32::try_from(reused).unwrap_or(0);
         if self.context.kv_cache_seq_rm(0, Some(kept), None).is_err() {
             self.context.clear_kv_cache();
             reused = 0;
         }
         self.cached.truncate(reused);
-        let mut batch = LlamaBatch::new(PROMPT_BATCH, 1);
-        let rest = &tokens[reused..];
-        for (chunk_index, chunk) in rest.chunks(PROMPT_BATCH).enumerate() {
-            if job.events.is_closed() {
+        let mut start = reused;
+        if let Some(key) = save_as {
+            if !self.evaluate(tokens, start, prefix_len, job)? {
                 return Ok(None);
             }
+            self.save_prefix(&key, &tokens[..prefix_len]);
+            start = prefix_len;
+        }
+        if !self.evaluate(tokens, start, tokens.len(), job)? {
+            return Ok(None);
+        }
+        Ok(Some(reused))
+    }
+
+    /// Evaluates `tokens[from..to]` in batches (logits only for the prompt's last token);
+    /// `false` when the caller stopped listening.
+    fn evaluate(
+        &mut self,
+        tokens: &[LlamaToken],
+        from: usize,
+        to: usize,
+        job: &Job,
+    ) -> Result<bool, LlmError> {
+        let mut batch = LlamaBatch::new(PROMPT_BATCH, 1);
+        for (chunk_index, chunk) in tokens[from..to].chunks(PROMPT_BATCH).enumerate() {
+            if job.events.is_closed() {
+                return Ok(false);
+            }
             batch.clear();
-            let start = reused + chunk_index * PROMPT_BATCH;
+            let start = from + chunk_index * PROMPT_BATCH;
             for (i, token) in chunk.iter().enumerate() {
                 let pos = start + i;
                 let last = pos == tokens.len() - 1;
@@ -121,7 +214,38 @@ impl<'m> Session<'m> {
             self.decode(&mut batch)?;
             self.cached.extend_from_slice(chunk);
         }
-        Ok(Some(reused))
+        Ok(true)
+    }
+
+    /// Loads a saved prefix into the (emptied) cache; `false`, with the cache empty again,
+    /// when the file is unusable or holds other tokens.
+    fn load_prefix(&mut self, path: &Path, prefix: &[LlamaToken]) -> bool {
+        self.context.clear_kv_cache();
+        self.cached.clear();
+        match self.context.state_seq_load_file(path, 0, prefix.len()) {
+            Ok((loaded, _)) if loaded == prefix => {
+                self.cached = loaded;
+                true
+            }
+            _ => {
+                self.context.clear_kv_cache();
+                false
+            }
+        }
+    }
+
+    /// Saves the cache, which holds exactly `prefix`, under `key` (best effort: a full disk
+    /// only costs the next start its speed).
+    fn save_prefix(&self, key: &str, prefix: &[LlamaToken]) {
+        let Some(store) = &self.store else { return };
+        let Ok(temp) = store.store.temp_path(key) else {
+            return;
+        };
+        let saved = self.context.state_seq_save_file(&temp, 0, prefix).is_ok()
+            && store.store.commit(&temp, key).is_ok();
+        if !saved {
+            let _ = std::fs::remove_file(&temp);
+        }
     }
 
     /// Samples up to `limit` tokens, streaming text and the finish event. Returns the count of
@@ -129,17 +253,18 @@ impl<'m> Session<'m> {
     fn sample_reply(
         &mut self,
         job: &Job,
+        prepared: &mut super::template::Prepared,
         limit: usize,
         prompt_len: usize,
     ) -> Result<Option<usize>, LlmError> {
         let mut chain = sampler_chain(job.sampling);
-        let mut grammar = match &job.grammar {
+        let mut grammar = match &prepared.grammar {
             Some(g) => Some(LlamaSampler::grammar(self.model, g, "root").map_err(|e| {
                 LlmError::Config(format!("llama.cpp rejected the tool-call grammar: {e}"))
             })?),
             None => None,
         };
-        let mut reply = job.grammar.as_ref().map(|_| ReplyStream::new());
+        let reply = &mut prepared.reply;
         let mut text = Utf8Pieces::default();
         let mut batch = LlamaBatch::new(1, 1);
         let vocab = self.model.vocab();
@@ -153,12 +278,22 @@ impl<'m> Session<'m> {
                 return Ok(None);
             }
             let token = pick(&self.context, logits_at, &mut chain, grammar.as_mut());
-            if vocab.is_eog(token) || vocab.is_control(token) {
+            if vocab.is_eog(token) {
                 break FinishReason::Stop;
             }
-            let piece = text.push(&vocab.token_to_piece(token, false, None));
+            let bytes = if vocab.is_control(token) {
+                // A control token ends the reply, unless it is the one that opens calls.
+                let special = vocab.token_to_piece(token, true, None);
+                match prepared.call_marker {
+                    Some(marker) if special == marker.as_bytes() => special,
+                    _ => break FinishReason::Stop,
+                }
+            } else {
+                vocab.token_to_piece(token, false, None)
+            };
+            let piece = text.push(&bytes);
             if !piece.is_empty() {
-                send_text(job, reply.as_mut(), &piece);
+                send_text(job, reply, &piece);
             }
             batch.clear();
             batch
@@ -171,11 +306,12 @@ impl<'m> Session<'m> {
         };
         let rest = text.finish();
         if !rest.is_empty() {
-            send_text(job, reply.as_mut(), &rest);
+            send_text(job, reply, &rest);
         }
-        let closing = match reply.as_mut() {
-            Some(r) => r.finish(finish),
-            None => vec![StreamEvent::Finish(finish)],
+        let closing = match reply {
+            Reply::Prompted(r) => r.finish(finish),
+            Reply::Native(r) => r.finish(finish),
+            Reply::Plain => vec![StreamEvent::Finish(finish)],
         };
         for event in closing {
             let _ = job.events.send(Ok(event));
@@ -197,10 +333,11 @@ fn position(pos: usize) -> i32 {
     i32::try_from(pos).unwrap_or(i32::MAX)
 }
 
-fn send_text(job: &Job, reply: Option<&mut ReplyStream>, text: &str) {
+fn send_text(job: &Job, reply: &mut Reply, text: &str) {
     let events = match reply {
-        Some(r) => r.push(text),
-        None => vec![StreamEvent::TextDelta(text.to_string())],
+        Reply::Prompted(r) => r.push(text),
+        Reply::Native(r) => r.push(text),
+        Reply::Plain => vec![StreamEvent::TextDelta(text.to_string())],
     };
     for event in events {
         let _ = job.events.send(Ok(event));

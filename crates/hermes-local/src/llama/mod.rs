@@ -14,9 +14,7 @@ use std::sync::Arc;
 use hermes_llm::{ChatRequest, EventStream, LlmError, Provider};
 use hermes_protocol::StreamEvent;
 
-use crate::grammar::tool_call_grammar;
 use crate::settings::{LocalSettings, ModelFileError, check_model_file};
-use crate::tool_prompt::plain_conversation;
 use engine::{Engine, Job, Sampling};
 
 pub struct LocalProvider {
@@ -66,8 +64,10 @@ impl Provider for LocalProvider {
         let (events, receiver) = tokio::sync::mpsc::unbounded_channel();
         let s = &self.settings;
         self.engine.submit(Job {
-            turns: plain_conversation(request.system, request.messages, request.tools),
-            grammar: tool_call_grammar(request.tools, !s.require_tool_call),
+            system: request.system.to_string(),
+            messages: request.messages.to_vec(),
+            tools: request.tools.to_vec(),
+            require_tool_call: s.require_tool_call,
             sampling: Sampling {
                 temperature: request.temperature.unwrap_or(s.temperature),
                 top_p: s.top_p,
