@@ -155,7 +155,7 @@ impl KvStore {
             }
         }
         // Newest first; everything after the bounds goes.
-        kept.sort_by(|a, b| b.0.cmp(&a.0));
+        kept.sort_by_key(|entry| std::cmp::Reverse(entry.0));
         let mut bytes = 0u64;
         for (i, (_, size, path)) in kept.iter().enumerate() {
             bytes = bytes.saturating_add(*size);
