@@ -67,6 +67,8 @@ pub enum Command {
     Pairing(crate::pairing_cmd::PairingArgs),
     /// Command approvals: `check` prints the verdict the terminal tool would reach.
     Approvals(crate::approvals_cmd::ApprovalsArgs),
+    /// Print the shell completion script (bash, zsh or fish).
+    Completion(crate::completion_cmd::CompletionArgs),
 }
 
 #[derive(Debug, Args)]

@@ -37,6 +37,9 @@ pub enum CronAction {
         /// Include completed and paused jobs.
         #[arg(long)]
         all: bool,
+        /// Print the jobs as a JSON array of their `cron/jobs.json` records.
+        #[arg(long)]
+        json: bool,
     },
     /// Add a job: `hermes cron add "every 2h" "check the build"`.
     #[command(visible_alias = "create")]
@@ -139,12 +142,17 @@ pub async fn run(top: &CommonArgs, args: &CronArgs) -> Result<ExitCode, CliError
         eprintln!("hermes: {w}");
     }
     let list_all = |all: bool| list_text(&store, all).map_err(cron_error);
-    let out = match args
-        .action
-        .as_ref()
-        .unwrap_or(&CronAction::List { all: false })
-    {
-        CronAction::List { all } => list_all(*all)?,
+    let out = match args.action.as_ref().unwrap_or(&CronAction::List {
+        all: false,
+        json: false,
+    }) {
+        CronAction::List { all, json: true } => {
+            let listed = listed_jobs(&store, *all).map_err(cron_error)?;
+            let records: Vec<_> = listed.iter().map(|j| &j.fields).collect();
+            crate::json_out::print(&records)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        CronAction::List { all, json: false } => list_all(*all)?,
         CronAction::Add(add) => add_job(&store, add)?,
         CronAction::Edit(edit) => edit_job(&store, edit)?,
         CronAction::Pause { job } => {
@@ -268,12 +276,17 @@ fn edit_job(store: &CronStore, edit: &EditArgs) -> Result<String, CliError> {
 }
 
 /// The `hermes cron list` text (also what `/cron` shows).
-pub fn list_text(store: &CronStore, all: bool) -> Result<String, CronError> {
-    let jobs: Vec<Job> = store
+/// The jobs `cron list` shows: active and paused ones, or `all`.
+fn listed_jobs(store: &CronStore, all: bool) -> Result<Vec<Job>, CronError> {
+    Ok(store
         .list()?
         .into_iter()
         .filter(|j| all || j.enabled() || j.state() == "paused")
-        .collect();
+        .collect())
+}
+
+pub fn list_text(store: &CronStore, all: bool) -> Result<String, CronError> {
+    let jobs = listed_jobs(store, all)?;
     if jobs.is_empty() {
         return Ok(
             "No scheduled jobs. Add one with `hermes cron add SCHEDULE PROMPT`.\n".to_string(),

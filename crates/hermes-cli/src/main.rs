@@ -3,6 +3,7 @@
 
 mod approvals_cmd;
 mod args;
+mod completion_cmd;
 mod compress_cmd;
 mod config_cmd;
 mod cron_cmd;
@@ -10,6 +11,7 @@ mod error;
 mod gateway_cmd;
 mod gateway_service;
 mod interaction;
+mod json_out;
 mod logging;
 mod login_cmd;
 mod mcp_cmd;
@@ -20,6 +22,7 @@ mod oneshot;
 mod pairing_cmd;
 mod profile_cmd;
 mod prompt_size;
+mod python_only;
 mod render;
 mod repl;
 mod resume;
@@ -41,7 +44,18 @@ use error::CliError;
 fn main() -> ExitCode {
     // Commands the agent runs cannot read this process's environment or memory.
     hermes_tools::secrets::protect_process_environment();
-    let cli = Cli::parse();
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match Cli::try_parse_from(&argv) {
+        Ok(cli) => cli,
+        // Only a command line clap refuses is compared with the Python Hermes's commands.
+        Err(e) => match python_only::requested(&argv) {
+            Some(word) => {
+                eprintln!("hermes: {}", python_only::message(&word));
+                return ExitCode::from(2);
+            }
+            None => e.exit(),
+        },
+    };
     logging::init(cli.verbose);
     match run(cli) {
         Ok(code) => code,
@@ -108,5 +122,6 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         (None, Some(Command::Login(login))) => runtime.block_on(login_cmd::run(&cli.common, login)),
         (None, Some(Command::Pairing(pairing))) => pairing_cmd::run(&cli.common, pairing),
         (None, Some(Command::Approvals(approvals))) => approvals_cmd::run(&cli.common, approvals),
+        (None, Some(Command::Completion(completion))) => completion_cmd::run(completion),
     }
 }

@@ -40,6 +40,9 @@ pub enum SessionsAction {
         /// Only sessions from this source (cli, telegram, api, cron, ...).
         #[arg(long)]
         source: Option<String>,
+        /// Print the sessions as a JSON array (every stored field but the system prompt).
+        #[arg(long)]
+        json: bool,
     },
     /// Show a session: its details and every message.
     Show {
@@ -71,9 +74,16 @@ pub enum SessionsAction {
         #[arg(short = 'y', long)]
         yes: bool,
     },
-    /// Export a session to stdout (or a file): a JSON record or a ShareGPT trajectory.
+    /// Export sessions as JSON lines (a record, or a ShareGPT trajectory, per session): one
+    /// session (`export ID`, or the Python Hermes's `export OUT --session-id ID`), or every
+    /// session when none is named (`export`, `export all.jsonl`). `-` or no file is stdout.
     Export {
-        id: String,
+        /// A session (id, unique id prefix or title), or the file to write (Python's form; a
+        /// word that names no session but looks like a path: `-`, `x.jsonl`, `dir/x`).
+        target: Option<String>,
+        /// The session to export (the positional word is then the output file).
+        #[arg(long = "session-id", value_name = "ID")]
+        session_id: Option<String>,
         #[arg(long, value_enum, default_value_t = ExportFormat::Jsonl)]
         format: ExportFormat,
         /// Write to FILE instead of stdout.
@@ -129,7 +139,16 @@ pub fn run(common: &CommonArgs, args: &SessionsArgs) -> Result<ExitCode, CliErro
                 "sessions compress runs on the async runtime",
             ));
         }
-        SessionsAction::List { limit, source } => {
+        SessionsAction::List {
+            limit,
+            source,
+            json: true,
+        } => list_json(&store, *limit, source.as_deref())?,
+        SessionsAction::List {
+            limit,
+            source,
+            json: false,
+        } => {
             let python_db = home.join(PYTHON_DB_FILE_NAME);
             list(&store, *limit, source.as_deref(), &python_db, &mut out)?
         }
@@ -163,20 +182,29 @@ pub fn run(common: &CommonArgs, args: &SessionsArgs) -> Result<ExitCode, CliErro
             store.delete_session(&session.id).map_err(store_error)?;
             writeln!(out, "Deleted {what}.").map_err(output_error)?;
         }
-        SessionsAction::Export { id, format, output } => {
-            let session = store.resolve_session(id).map_err(store_error)?;
-            let messages = store.messages(&session.id).map_err(store_error)?;
-            let line = match format {
-                ExportFormat::Jsonl => export::session_json(&session, &messages).to_string(),
-                ExportFormat::Sharegpt => {
-                    export::session_trajectory(&session, &messages).to_json_line()
-                }
-            };
+        SessionsAction::Export {
+            target,
+            session_id,
+            format,
+            output,
+        } => {
+            let (sessions, output) = export_selection(
+                &store,
+                target.as_deref(),
+                session_id.as_deref(),
+                output.as_deref(),
+            )?;
+            let mut text = String::new();
+            for session in &sessions {
+                let messages = store.messages(&session.id).map_err(store_error)?;
+                text.push_str(&export_line(session, &messages, *format));
+                text.push('\n');
+            }
             match output {
-                Some(path) => std::fs::write(path, format!("{line}\n")).map_err(|e| {
+                Some(path) => std::fs::write(&path, text).map_err(|e| {
                     CliError::runtime(format!("cannot write {}: {e}", path.display()))
                 })?,
-                None => writeln!(out, "{line}").map_err(output_error)?,
+                None => out.write_all(text.as_bytes()).map_err(output_error)?,
             }
         }
         SessionsAction::Prune { older_than, yes } => {
@@ -198,6 +226,85 @@ pub fn run(common: &CommonArgs, args: &SessionsArgs) -> Result<ExitCode, CliErro
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The sessions to export and where to: the forms `export ID [-o FILE]`,
+/// `export OUT --session-id ID` and `export [OUT]` (every session, oldest first).
+fn export_selection(
+    store: &Store,
+    target: Option<&str>,
+    session_id: Option<&str>,
+    output: Option<&Path>,
+) -> Result<(Vec<SessionRecord>, Option<PathBuf>), CliError> {
+    let file = |word: &str| (word != "-").then(|| PathBuf::from(word));
+    let (sessions, positional_output) = match (session_id, target) {
+        (Some(id), target) => (
+            vec![store.resolve_session(id).map_err(store_error)?],
+            target.and_then(file),
+        ),
+        (None, Some(word)) => match store.resolve_session(word) {
+            Ok(session) => (vec![session], None),
+            Err(StoreError::SessionNotFound(_)) if looks_like_path(word) => {
+                (every_session(store)?, file(word))
+            }
+            Err(e) => return Err(store_error(e)),
+        },
+        (None, None) => (every_session(store)?, None),
+    };
+    if output.is_some() && positional_output.is_some() {
+        return Err(CliError::config(
+            "give the output file once: as the positional OUT or with -o, not both",
+        ));
+    }
+    Ok((
+        sessions,
+        output.map(Path::to_path_buf).or(positional_output),
+    ))
+}
+
+/// Whether a word that names no session was meant as an output file (`-`, `all.jsonl`,
+/// `out/x`), rather than a mistyped session id, which stays an error.
+fn looks_like_path(word: &str) -> bool {
+    word == "-" || word.contains(['/', '.'])
+}
+
+fn every_session(store: &Store) -> Result<Vec<SessionRecord>, CliError> {
+    let mut all: Vec<SessionRecord> = store
+        .list_sessions(i64::MAX as usize, None)
+        .map_err(store_error)?
+        .into_iter()
+        .map(|s| s.session)
+        .collect();
+    all.sort_by(|a, b| a.started_at.total_cmp(&b.started_at));
+    Ok(all)
+}
+
+fn export_line(
+    session: &SessionRecord,
+    messages: &[StoredMessage],
+    format: ExportFormat,
+) -> String {
+    match format {
+        ExportFormat::Jsonl => export::session_json(session, messages).to_string(),
+        ExportFormat::Sharegpt => export::session_trajectory(session, messages).to_json_line(),
+    }
+}
+
+/// `sessions list --json`: the listing's sessions with every stored field and the preview,
+/// without the system prompt (kilobytes per session; `sessions export` has it).
+fn list_json(store: &Store, limit: usize, source: Option<&str>) -> Result<(), CliError> {
+    let sessions = store.list_sessions(limit, source).map_err(store_error)?;
+    let records: Vec<serde_json::Value> = sessions
+        .iter()
+        .map(|s| {
+            let mut record = serde_json::to_value(s).unwrap_or_default();
+            if let Some(fields) = record.as_object_mut() {
+                fields.remove("system_prompt");
+            }
+            record
+        })
+        .collect();
+    crate::json_out::print(&records)
 }
 
 fn list(
@@ -388,7 +495,7 @@ fn prune(store: &mut Store, days: u32, yes: bool, out: &mut impl Write) -> Resul
     let age = f64::from(days) * 86_400.0;
     let cutoff = now() - age;
     let stale = store
-        .list_sessions(usize::MAX >> 1, None)
+        .list_sessions(i64::MAX as usize, None)
         .map_err(store_error)?
         .into_iter()
         .filter(|s| s.session.updated_at < cutoff)

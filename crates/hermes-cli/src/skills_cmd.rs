@@ -28,7 +28,12 @@ pub struct SkillsArgs {
 #[derive(Debug, Subcommand)]
 pub enum SkillsAction {
     /// Every skill, with its category and description, and why any is not offered.
-    List,
+    List {
+        /// Print the skills as a JSON array: `{name, category, description, version, path,
+        /// offered, not_offered_because}`.
+        #[arg(long)]
+        json: bool,
+    },
     /// One skill's SKILL.md and its supporting files.
     Show {
         /// The skill's name (or its folder's).
@@ -47,11 +52,19 @@ pub fn run(top: &CommonArgs, args: &SkillsArgs) -> Result<ExitCode, CliError> {
         &home,
         SkillSettings::from_config(&config, home.root(), "cli"),
     );
-    let text = match args.action.as_ref().unwrap_or(&SkillsAction::List) {
-        SkillsAction::List => {
+    let text = match args
+        .action
+        .as_ref()
+        .unwrap_or(&SkillsAction::List { json: false })
+    {
+        SkillsAction::List { json } => {
             let loaded = library.load();
             for w in &loaded.warnings {
                 eprintln!("hermes: {w}");
+            }
+            if *json {
+                crate::json_out::print(&list_json(&loaded))?;
+                return Ok(ExitCode::SUCCESS);
             }
             list(&library, &loaded)
         }
@@ -77,6 +90,25 @@ fn not_offered(skill: &Skill) -> Option<String> {
             )
         }),
     }
+}
+
+fn list_json(loaded: &Loaded) -> Vec<serde_json::Value> {
+    loaded
+        .skills
+        .iter()
+        .map(|s| {
+            let why = not_offered(s);
+            serde_json::json!({
+                "name": s.name,
+                "category": s.category,
+                "description": s.description,
+                "version": s.version(),
+                "path": s.dir.display().to_string(),
+                "offered": why.is_none(),
+                "not_offered_because": why,
+            })
+        })
+        .collect()
 }
 
 fn list(library: &Library, loaded: &Loaded) -> String {

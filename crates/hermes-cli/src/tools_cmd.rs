@@ -11,6 +11,7 @@ use clap::{Args, Subcommand};
 use hermes_config::{Config, HermesHome};
 use hermes_core::memory::MemorySettings;
 use hermes_tools::Registry;
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::args::CommonArgs;
@@ -30,7 +31,12 @@ pub struct ToolsArgs {
 #[derive(Debug, Subcommand)]
 pub enum ToolsAction {
     /// Every toolset and its tools: ✓ enabled, · off, ! enabled but unavailable here.
-    List,
+    List {
+        /// Print the listing as JSON: `{source, selected, toolsets: [{name, enabled, tools:
+        /// [{name, available, needs}]}], warnings}`.
+        #[arg(long)]
+        json: bool,
+    },
     /// Switch toolsets on (comma- or space-separated names).
     Enable {
         #[arg(required = true, num_args = 1..)]
@@ -47,14 +53,24 @@ pub enum ToolsAction {
 pub fn run(top: &CommonArgs, args: &ToolsArgs) -> Result<ExitCode, CliError> {
     let common = CommonArgs {
         profile: args.profile.clone().or_else(|| top.profile.clone()),
+        // `hermes -t file tools list` shows what `-t file` would offer.
+        toolsets: top.toolsets.clone(),
         ..CommonArgs::default()
     };
     let (home, config, env) = crate::session::load_home(&common)?;
     let memory =
         MemorySettings::from_config(&config).map_err(|e| CliError::config(e.to_string()))?;
     let (every, _) = hermes_runtime::tools::every_tool(&home, &memory);
-    let text = match args.action.as_ref().unwrap_or(&ToolsAction::List) {
-        ToolsAction::List => list(&common, &config, &env, &every)?,
+    let text = match args
+        .action
+        .as_ref()
+        .unwrap_or(&ToolsAction::List { json: false })
+    {
+        ToolsAction::List { json: true } => {
+            crate::json_out::print(&listing(&common, &config, &env, &every)?)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        ToolsAction::List { json: false } => list(&listing(&common, &config, &env, &every)?),
         ToolsAction::Enable { toolsets } => change(&home, &config, &every, toolsets, true)?,
         ToolsAction::Disable { toolsets } => change(&home, &config, &every, toolsets, false)?,
     };
@@ -78,12 +94,39 @@ fn real_toolsets(every: &Registry) -> Vec<&str> {
     names
 }
 
-fn list(
+/// What `tools list` shows.
+#[derive(Debug, Serialize)]
+struct Listing {
+    /// The setting the choice came from (`-t`, `platform_toolsets.cli`, `toolsets`, ...).
+    source: String,
+    /// The toolsets as chosen (composite names included).
+    selected: Vec<String>,
+    toolsets: Vec<ToolsetRow>,
+    warnings: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct ToolsetRow {
+    name: String,
+    enabled: bool,
+    tools: Vec<ToolRow>,
+}
+
+#[derive(Debug, Serialize)]
+struct ToolRow {
+    name: String,
+    /// False when the tool cannot run here (a missing key, binary or platform).
+    available: bool,
+    /// The environment variables it needs.
+    needs: Vec<String>,
+}
+
+fn listing(
     common: &CommonArgs,
     config: &Config,
     env: &hermes_config::Environment,
     every: &Registry,
-) -> Result<String, CliError> {
+) -> Result<Listing, CliError> {
     let requested = common
         .toolsets
         .as_deref()
@@ -96,37 +139,62 @@ fn list(
     let (selected, warnings) = every
         .select(&chosen)
         .map_err(|e| CliError::config(e.to_string()))?;
-    let mut out = format!("Toolsets from `{source}`: {}\n", chosen.join(", "));
-    for toolset in real_toolsets(every) {
-        let tools: Vec<&str> = every
-            .names()
-            .into_iter()
-            .filter(|n| every.get(n).is_some_and(|t| t.toolset() == toolset))
-            .collect();
-        let on = tools.iter().any(|n| selected.get(n).is_some());
-        out.push_str(&format!("{} {toolset}\n", if on { "✓" } else { "·" }));
-        for name in tools {
-            let Some(tool) = every.get(name) else {
-                continue;
+    let toolsets = real_toolsets(every)
+        .into_iter()
+        .map(|toolset| {
+            let tools: Vec<ToolRow> = every
+                .names()
+                .into_iter()
+                .filter_map(|n| every.get(n))
+                .filter(|t| t.toolset() == toolset)
+                .map(|tool| ToolRow {
+                    name: tool.name().to_string(),
+                    available: every.is_available(tool.as_ref(), env),
+                    needs: tool.required_env().iter().map(|n| n.to_string()).collect(),
+                })
+                .collect();
+            ToolsetRow {
+                name: toolset.to_string(),
+                enabled: tools.iter().any(|t| selected.get(&t.name).is_some()),
+                tools,
+            }
+        })
+        .collect();
+    Ok(Listing {
+        source,
+        selected: chosen,
+        toolsets,
+        warnings,
+    })
+}
+
+fn list(listing: &Listing) -> String {
+    let mut out = format!(
+        "Toolsets from `{}`: {}\n",
+        listing.source,
+        listing.selected.join(", ")
+    );
+    for toolset in &listing.toolsets {
+        let on = toolset.enabled;
+        out.push_str(&format!(
+            "{} {}\n",
+            if on { "✓" } else { "·" },
+            toolset.name
+        ));
+        for tool in &toolset.tools {
+            let note = match (on && !tool.available, tool.needs.is_empty()) {
+                (false, _) => String::new(),
+                (true, true) => "  ! unavailable here".to_string(),
+                (true, false) => format!("  ! needs {}", tool.needs.join(", ")),
             };
-            let note = if on && !every.is_available(tool.as_ref(), env) {
-                let needs = tool.required_env();
-                if needs.is_empty() {
-                    "  ! unavailable here".to_string()
-                } else {
-                    format!("  ! needs {}", needs.join(", "))
-                }
-            } else {
-                String::new()
-            };
-            out.push_str(&format!("    {name:<16}{note}\n"));
+            out.push_str(&format!("    {:<16}{note}\n", tool.name));
         }
     }
-    for w in warnings {
+    for w in &listing.warnings {
         out.push_str(&format!("! {w}\n"));
     }
     out.push_str("Switch with `hermes tools enable|disable NAME`, or -t LIST for one run.\n");
-    Ok(out)
+    out
 }
 
 fn change(

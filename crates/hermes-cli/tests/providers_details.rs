@@ -29,7 +29,7 @@ fn last_tool_result(request: &Value) -> String {
 
 #[test]
 fn the_loop_guard_notes_the_third_failure_refuses_the_fourth_and_ends_the_turn_on_the_fifth() {
-    let same = || Turn::tool("read_file", json!({"path": "."}));
+    let same = || Turn::tool("read_file", json!({"path": "missing.txt"}));
     let server = MockServer::start(Script::new(vec![
         same(),
         same(),
@@ -56,17 +56,17 @@ fn the_loop_guard_notes_the_third_failure_refuses_the_fourth_and_ends_the_turn_o
         "the fifth call ends the turn: no sixth request"
     );
     // The first two results are the tool's error as it is.
-    assert!(last_tool_result(&reqs[1]).contains("is a directory"));
+    assert!(last_tool_result(&reqs[1]).contains("file not found"));
     assert!(!last_tool_result(&reqs[2]).contains("loop guard"));
     // The third carries the note; the fourth was not run.
     let third = last_tool_result(&reqs[3]);
     assert!(
-        third.contains("is a directory") && third.contains("will not be run again"),
+        third.contains("file not found") && third.contains("will not be run again"),
         "{third}"
     );
     let fourth = last_tool_result(&reqs[4]);
     assert!(
-        fourth.contains("[loop guard] not run") && !fourth.contains("is a directory"),
+        fourth.contains("[loop guard] not run") && !fourth.contains("file not found"),
         "{fourth}"
     );
 }

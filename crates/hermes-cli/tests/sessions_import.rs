@@ -57,8 +57,27 @@ fn import_lists_and_searches_the_python_sessions() {
         "{text}"
     );
 
+    let python_row = |home: &TestHome| {
+        let o = run(home, &["status", "--json"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let status: Value = serde_json::from_str(&stdout(&o)).unwrap();
+        status["python"].as_str().unwrap().to_string()
+    };
+    let before_import = python_row(&home);
+    assert!(
+        before_import.contains("4 sessions") && before_import.contains("`hermes sessions import`"),
+        "{before_import}"
+    );
+
     let o = run(&home, &["sessions", "import"]);
     assert!(o.status.success(), "{}", stderr(&o));
+    // Imported: status no longer advises the import.
+    let after_import = python_row(&home);
+    assert!(
+        after_import.contains("4 sessions") && after_import.ends_with(", all imported"),
+        "{after_import}"
+    );
+    assert!(!after_import.contains("sessions import"), "{after_import}");
     assert_eq!(
         stdout(&o),
         format!(

@@ -173,6 +173,41 @@ pub fn inspect_python_db(path: &Path) -> Result<DbReport, StoreError> {
     })
 }
 
+/// How many of the Python Hermes's sessions (`state.db`) are not in our `sessions.db` yet
+/// (`hermes sessions import` keeps their ids), both read-only. No `sessions.db` means none are.
+pub fn python_sessions_not_imported(
+    python_db: &Path,
+    sessions_db: &Path,
+) -> Result<u64, StoreError> {
+    let python = open_read_only(python_db)?;
+    let python_err = |e| StoreError::from_sqlite(python_db, e, BUSY_WAIT);
+    let mut stmt = python
+        .prepare("SELECT id FROM sessions")
+        .map_err(python_err)?;
+    let ids: Vec<String> = stmt
+        .query_map([], |r| r.get(0))
+        .and_then(|rows| rows.collect())
+        .map_err(python_err)?;
+    if !sessions_db.exists() {
+        return Ok(ids.len() as u64);
+    }
+    let ours = open_read_only(sessions_db)?;
+    let err = |e| StoreError::from_sqlite(sessions_db, e, BUSY_WAIT);
+    if matches!(schema::inspect(&ours).map_err(err)?, Found::Empty) {
+        return Ok(ids.len() as u64);
+    }
+    let mut known = ours
+        .prepare("SELECT 1 FROM sessions WHERE id = ?1")
+        .map_err(err)?;
+    let mut missing = 0;
+    for id in &ids {
+        if !known.exists([id]).map_err(err)? {
+            missing += 1;
+        }
+    }
+    Ok(missing)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

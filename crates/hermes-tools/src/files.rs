@@ -7,6 +7,9 @@
 //! start-up files, `~/.ssh`, schedulers) need approval through the session's gate; the file
 //! is then written relative to the directory actually opened, so a symlink swapped in after
 //! the approval cannot redirect it. Blocking filesystem work runs on tokio's blocking pool.
+//! `read_file` on a directory answers with its entries (at most [`MAX_DIR_ENTRIES`]) instead
+//! of an error: small models ask it to "read" `.` when they mean "list", and an error only
+//! makes them ask again.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -25,6 +28,8 @@ const MAX_CONTENT_CHARS: usize = 100_000;
 const MAX_LINE_CHARS: usize = 2000;
 /// Bytes sniffed for NUL to decide a file is binary.
 const SNIFF_BYTES: usize = 8192;
+/// Entries of a directory listed by `read_file` at most.
+const MAX_DIR_ENTRIES: usize = 200;
 /// Bytes of one line kept in memory (enough for [`MAX_LINE_CHARS`] characters of any width);
 /// the rest of a longer line is read and dropped.
 const MAX_LINE_BYTES: usize = MAX_LINE_CHARS * 4;
@@ -102,6 +107,10 @@ fn read_lines(
     limit: usize,
 ) -> ToolResult {
     let shown = path.display();
+    if path.is_dir() {
+        protected.check_read(path)?;
+        return list_directory(path);
+    }
     let (mut file, meta) = protected.open_read(path)?;
     let mut head = vec![0u8; SNIFF_BYTES];
     let n = read_up_to(&mut file, &mut head)
@@ -159,6 +168,39 @@ fn read_lines(
         result["note"] = json!(format!(
             "offset {offset} is past the end of the file ({total_lines} lines)"
         ));
+    }
+    Ok(result)
+}
+
+/// A directory given to `read_file`: its entries sorted by name (directories marked with a
+/// trailing `/`), at most [`MAX_DIR_ENTRIES`] of them, and a note saying what this is.
+fn list_directory(path: &Path) -> ToolResult {
+    let shown = path.display();
+    let cannot = |e: std::io::Error| ToolError::new(format!("cannot list {shown}: {e}"));
+    let mut names: Vec<String> = Vec::new();
+    let mut total = 0usize;
+    for entry in std::fs::read_dir(path).map_err(cannot)? {
+        let entry = entry.map_err(cannot)?;
+        total += 1;
+        let mut name = entry.file_name().to_string_lossy().into_owned();
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            name.push('/');
+        }
+        names.push(name);
+    }
+    names.sort_unstable();
+    let truncated = names.len() > MAX_DIR_ENTRIES;
+    names.truncate(MAX_DIR_ENTRIES);
+    let mut result = json!({
+        "content": names.join("\n"),
+        "is_directory": true,
+        "total_entries": total,
+        "note": format!(
+            "{shown} is a directory; these are its entries. read_file reads a file: give one of these paths"
+        ),
+    });
+    if truncated {
+        result["truncated"] = json!(true);
     }
     Ok(result)
 }
@@ -379,16 +421,41 @@ mod tests {
             .await
             .unwrap_err();
         assert!(e.0.contains("not found"), "{e}");
-        let e = ReadFileTool
-            .call(json!({"path": "."}), &c)
-            .await
-            .unwrap_err();
-        assert!(e.0.contains("directory"), "{e}");
+        let listed = ReadFileTool.call(json!({"path": "."}), &c).await.unwrap();
+        assert_eq!(listed["is_directory"], true);
+        assert_eq!(listed["content"], "b.bin");
+        assert_eq!(listed["total_entries"], 1);
         let e = ReadFileTool
             .call(json!({"offset": 1}), &c)
             .await
             .unwrap_err();
         assert!(e.0.contains("invalid arguments"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn a_directory_is_listed_sorted_and_capped() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join("sub")).unwrap();
+        for i in 0..(MAX_DIR_ENTRIES + 5) {
+            std::fs::write(tmp.path().join(format!("f{i:04}.txt")), "x").unwrap();
+        }
+        let c = ctx(tmp.path());
+        let listed = ReadFileTool.call(json!({"path": "."}), &c).await.unwrap();
+        let content = listed["content"].as_str().unwrap();
+        let lines: Vec<&str> = content.lines().collect();
+        assert_eq!(lines.len(), MAX_DIR_ENTRIES);
+        assert_eq!(lines[0], "f0000.txt");
+        assert_eq!(listed["total_entries"], MAX_DIR_ENTRIES + 6);
+        assert_eq!(listed["truncated"], true);
+        let small = tempfile::tempdir().unwrap();
+        std::fs::create_dir(small.path().join("docs")).unwrap();
+        std::fs::write(small.path().join("a.md"), "x").unwrap();
+        let listed = ReadFileTool
+            .call(json!({"path": "."}), &ctx(small.path()))
+            .await
+            .unwrap();
+        assert_eq!(listed["content"], "a.md\ndocs/");
+        assert!(listed.get("truncated").is_none());
     }
 
     #[tokio::test]

@@ -4,6 +4,8 @@
 
 use super::*;
 
+mod cron;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mark {
     Ok,
@@ -83,6 +85,7 @@ pub async fn doctor(common: &CommonArgs, args: &DoctorArgs) -> Result<ExitCode, 
         ));
     }
     checks.push(sessions_check(&loaded.home));
+    checks.push(cron::cron_check(&loaded.home, &loaded.config, &loaded.env));
     checks.extend(memory_checks(&loaded));
     checks.push(home_check(&loaded.home));
     if usable

@@ -37,6 +37,10 @@ pub struct StatusArgs {
     /// Show the profile NAME: the home under $HERMES_HOME/profiles/NAME.
     #[arg(short = 'p', long = "profile", value_name = "NAME")]
     pub profile: Option<String>,
+    /// Print the status as one JSON object (`version` and a key per row: `home`, `config`,
+    /// `env`, `provider`, `model`, ..., `local_model`), each value the row's text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -142,6 +146,15 @@ impl Loaded {
 
 pub fn status(common: &CommonArgs, args: &StatusArgs) -> Result<ExitCode, CliError> {
     let loaded = Loaded::new(common, args.profile.as_deref())?;
+    if args.json {
+        let mut object = serde_json::Map::new();
+        object.insert("version".into(), env!("CARGO_PKG_VERSION").into());
+        for (label, value) in status_rows(&loaded) {
+            object.insert(json_key(label), value.into());
+        }
+        crate::json_out::print(&object)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let theme = loaded.theme();
     let mut out = String::new();
     let _ = writeln!(
@@ -169,6 +182,15 @@ pub fn status(common: &CommonArgs, args: &StatusArgs) -> Result<ExitCode, CliErr
     );
     print!("{out}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// A status row's label as a JSON key: `config.yaml` → `config`, `.env` → `env`,
+/// `local model` → `local_model`.
+fn json_key(label: &str) -> String {
+    label
+        .trim_start_matches('.')
+        .trim_end_matches(".yaml")
+        .replace(' ', "_")
 }
 
 /// Every row of the status screen, label and value.
@@ -217,7 +239,8 @@ fn status_rows(loaded: &Loaded) -> Vec<(&'static str, String)> {
     rows.push(("sessions", sessions_text(home)));
     let python_db = home.join(hermes_store::import::PYTHON_DB_FILE_NAME);
     if python_db.is_file() {
-        rows.push(("python", python_text(&python_db)));
+        let ours = home.join(hermes_store::DB_FILE_NAME);
+        rows.push(("python", python_text(&python_db, &ours)));
     }
     rows.push(("local model", local_model_text(loaded, spec.as_ref().ok())));
     rows.push(("skin", skin_text(loaded)));
@@ -441,13 +464,24 @@ fn store_trouble(e: &StoreError) -> String {
     }
 }
 
-fn python_text(path: &Path) -> String {
+/// The Python Hermes's `state.db`: its sessions, and `hermes sessions import` advised only
+/// while some of them are not here yet.
+fn python_text(path: &Path, ours: &Path) -> String {
     match health::inspect_python_db(path) {
-        Ok(report) => format!(
-            "state.db of the Python Hermes: {}{}; `hermes sessions import` copies them here",
-            count(report.sessions, "session"),
-            last_active(&report)
-        ),
+        Ok(report) => {
+            let sessions = count(report.sessions, "session");
+            let last = last_active(&report);
+            match health::python_sessions_not_imported(path, ours) {
+                Ok(0) => format!("state.db of the Python Hermes: {sessions}{last}, all imported"),
+                Ok(n) if n < report.sessions => format!(
+                    "state.db of the Python Hermes: {sessions}{last}, {n} not imported yet; `hermes sessions import` copies them here"
+                ),
+                // None imported, or sessions.db unreadable (its own row says why).
+                _ => format!(
+                    "state.db of the Python Hermes: {sessions}{last}; `hermes sessions import` copies them here"
+                ),
+            }
+        }
         Err(StoreError::NotOurs { .. }) => {
             "state.db is here but not the Python Hermes's sessions database".into()
         }
