@@ -291,6 +291,12 @@ impl<'m> Session<'m> {
             } else {
                 vocab.token_to_piece(token, false, None)
             };
+            tracing::trace!(
+                target: "hermes_local::tokens",
+                token = token.0,
+                piece = %String::from_utf8_lossy(&bytes),
+                "sampled"
+            );
             let piece = text.push(&bytes);
             if !piece.is_empty() {
                 send_text(job, reply, &piece);

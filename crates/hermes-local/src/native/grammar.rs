@@ -13,6 +13,11 @@ use crate::grammar::{BASE_RULES, GrammarBuilder, json_text, literal};
 /// Calls one reply may hold.
 pub const MAX_CALLS: usize = 4;
 
+/// Text opening with backticks: anything but a ```json fence (which is a call).
+const FENCE_TEXT: &str = r#"fence-text ::= "`" ([^`] .*)? | "``" ([^`] .*)? | "```" fence-lang?
+fence-lang ::= [^j] .* | "j" ([^s] .*)? | "js" ([^o] .*)? | "jso" ([^n] .*)? | "json" ([^\n] .*)?
+"#;
+
 /// A GBNF grammar for `format` accepting up to [`MAX_CALLS`] calls to `tools` or, when
 /// `text_allowed`, plain text (which may not open with what opens a call). `None` without
 /// tools: the reply is free.
@@ -44,17 +49,28 @@ pub fn native_call_grammar(
         .collect();
     let more = MAX_CALLS - 1;
     let mut out = String::new();
+    // Small models often write their call as a bare JSON object or a ```json fence instead of
+    // their own syntax (Qwen2.5-Coder 0.5B nearly always does). Both are offered, constrained
+    // like a proper call, so such a reply is a valid call and ends there, instead of text
+    // forced to open with some other character (`>{"name": ...`) and going on unconstrained.
+    let alternatives_root = match format {
+        ToolFormat::Llama3 => "calls | fenced-call",
+        ToolFormat::Hermes | ToolFormat::Mistral => "calls | call-object | fenced-call",
+    };
     if text_allowed {
-        out.push_str("root ::= calls | text\n");
-        // Text may not open like a call, nor with a blank that could hide one.
+        let _ = writeln!(out, "root ::= {alternatives_root} | text");
+        // Text may not open like a call (nor with a blank that could hide one, nor with a
+        // ```json fence); any other fence opens a code answer.
         let first = match format {
-            ToolFormat::Mistral => r"[^[{ \t\n\r]",
-            ToolFormat::Hermes | ToolFormat::Llama3 => r"[^<{ \t\n\r]",
+            ToolFormat::Mistral => r"[^[{` \t\n\r]",
+            ToolFormat::Hermes | ToolFormat::Llama3 => r"[^<{` \t\n\r]",
         };
-        let _ = writeln!(out, "text ::= {first} .*");
+        let _ = writeln!(out, "text ::= {first} .* | fence-text");
+        out.push_str(FENCE_TEXT);
     } else {
-        out.push_str("root ::= calls\n");
+        let _ = writeln!(out, "root ::= {alternatives_root}");
     }
+    out.push_str("fenced-call ::= \"```json\\n\" call-object \"\\n```\"\n");
     match format {
         ToolFormat::Hermes => {
             let _ = writeln!(out, "calls ::= call ( \"\\n\" call ){{0,{more}}}");
@@ -100,7 +116,13 @@ mod tests {
     fn hermes_calls_are_tagged_objects_with_name_and_arguments() {
         let g = native_call_grammar(ToolFormat::Hermes, &tools(), true).unwrap();
         assert!(
-            g.starts_with("root ::= calls | text\ntext ::= [^<{ \\t\\n\\r] .*\n"),
+            g.starts_with(
+                "root ::= calls | call-object | fenced-call | text\ntext ::= [^<{` \\t\\n\\r] .* | fence-text\nfence-text ::= "
+            ),
+            "{g}"
+        );
+        assert!(
+            g.contains("fenced-call ::= \"```json\\n\" call-object \"\\n```\"\n"),
             "{g}"
         );
         assert!(g.contains("calls ::= call ( \"\\n\" call ){0,3}\n"), "{g}");
@@ -124,11 +146,13 @@ mod tests {
     fn mistral_and_llama_syntaxes() {
         let g = native_call_grammar(ToolFormat::Mistral, &tools(), false).unwrap();
         assert!(
-            g.starts_with("root ::= calls\ncalls ::= \"[TOOL_CALLS]\" \"[\""),
+            g.starts_with("root ::= calls | call-object | fenced-call\nfenced-call ::= "),
             "{g}"
         );
+        assert!(g.contains("calls ::= \"[TOOL_CALLS]\" \"[\""), "{g}");
         assert!(!g.contains("text ::="));
         let g = native_call_grammar(ToolFormat::Llama3, &tools(), true).unwrap();
+        assert!(g.starts_with("root ::= calls | fenced-call | text\n"), "{g}");
         assert!(g.contains(r#""\"parameters\"""#), "{g}");
         assert!(
             g.contains("calls ::= call-object ( \";\" ws call-object ){0,3}"),
