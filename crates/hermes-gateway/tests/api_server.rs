@@ -560,6 +560,7 @@ async fn a_session_header_continues_a_stored_session() {
             images: Vec::new(),
             session: Some("20250101_000000_old".into()),
             approver: None,
+            route: None,
         }
     );
     // Streamed: the header is on the answer before the turn runs.
