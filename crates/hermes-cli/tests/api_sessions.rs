@@ -377,3 +377,76 @@ fn session_requests_are_checked_before_any_turn() {
     let (code, _) = gw.terminate();
     assert_eq!(code, Some(0));
 }
+
+#[test]
+fn a_streamed_session_turn_reports_its_tools() {
+    let server = MockServer::start(Script::new(vec![
+        Turn::tool("terminal", json!({"command": "echo streamed-tool-output"})),
+        Turn::text("It printed streamed-tool-output."),
+    ]));
+    let home = home_for(&server);
+    let gw = Gateway::start(&home, &[]);
+    let r = http(&gw.addr, "POST", "/api/sessions", r#"{"id": "tools"}"#);
+    assert_eq!(r.status, 201, "{}", r.body);
+    let r = http(
+        &gw.addr,
+        "POST",
+        "/api/sessions/tools/chat/stream",
+        r#"{"message": "Run echo."}"#,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let events = sse_events(&r.body);
+    let names: Vec<&str> = events
+        .iter()
+        .map(|(n, _)| n.as_deref().unwrap())
+        .filter(|n| *n != "assistant.delta")
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "run.started",
+            "message.started",
+            "tool.started",
+            "tool.completed",
+            "assistant.completed",
+            "run.completed",
+            "done"
+        ]
+    );
+    let data = |name: &str| -> Value {
+        let (_, d) = events
+            .iter()
+            .find(|(n, _)| n.as_deref() == Some(name))
+            .unwrap();
+        serde_json::from_str(d).unwrap()
+    };
+    assert_eq!(data("tool.started")["tool_name"], "terminal");
+    assert_eq!(data("tool.completed")["tool_name"], "terminal");
+    let run = data("run.completed");
+    let roles: Vec<&str> = run["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["assistant", "tool", "assistant"]);
+    assert_eq!(
+        run["messages"][0]["tool_calls"][0]["function"]["name"],
+        "terminal"
+    );
+    assert!(
+        run["messages"][1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("streamed-tool-output")
+    );
+    assert_eq!(
+        data("assistant.completed")["content"],
+        "It printed streamed-tool-output."
+    );
+    // The session holds the whole turn.
+    let r = http(&gw.addr, "GET", "/api/sessions/tools/messages", "");
+    assert_eq!(r.json()["data"].as_array().unwrap().len(), 4);
+    let (code, _) = gw.terminate();
+    assert_eq!(code, Some(0));
+}
