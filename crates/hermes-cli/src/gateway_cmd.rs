@@ -10,7 +10,10 @@
 //! `API_SERVER_PORT`, else `platforms.api_server.extra.host|port` (or without `extra`, or under
 //! `gateway.platforms`), else 127.0.0.1:8642; the key from `API_SERVER_KEY` (environment or
 //! .env) or `platforms.api_server.extra.key`; the concurrency limit from
-//! `gateway.api_server.max_concurrent_runs` (default 10, 0: none).
+//! `gateway.api_server.max_concurrent_runs` (default 10, 0: none); `model_routes` aliases from
+//! `platforms.api_server.extra.model_routes` (a request naming one runs on its model). The API
+//! server's resource routes (sessions, jobs, skills, toolsets, detailed health) read the same
+//! runtime, and its "run now" wakes the cron scheduler.
 
 use std::process::ExitCode;
 use std::sync::Arc;

@@ -369,6 +369,18 @@ fn session_requests_are_checked_before_any_turn() {
         "the refused session was not kept: {}",
         r.body
     );
+    // A fork whose title is taken is not kept, and its parent stays as it was.
+    let r = http(
+        &gw.addr,
+        "POST",
+        "/api/sessions/mine/fork",
+        r#"{"id": "f", "title": "T"}"#,
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(r.json()["error"]["code"], "invalid_title");
+    assert_eq!(http(&gw.addr, "GET", "/api/sessions/f", "").status, 404);
+    let r = http(&gw.addr, "GET", "/api/sessions/mine", "");
+    assert_eq!(r.json()["session"]["end_reason"], Value::Null);
     // Clearing a title.
     let r = http(&gw.addr, "PATCH", "/api/sessions/a", r#"{"title": null}"#);
     assert_eq!(r.status, 200, "{}", r.body);

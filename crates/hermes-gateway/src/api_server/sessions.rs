@@ -535,6 +535,7 @@ pub(crate) async fn fork(
         system_prompt: parent.system_prompt.clone(),
     };
     let base = parent.title.clone().unwrap_or_else(|| "fork".into());
+    let (parent_id, parent_end) = (parent.id.clone(), parent.end_reason.clone());
     let forked = with_store(&s, move |store| {
         if store.fork_session(&new)?.is_none() {
             return Ok(None);
@@ -544,9 +545,13 @@ pub(crate) async fn fork(
             None => store.next_title_in_lineage(&base)?,
         };
         if let Err(e) = store.set_title(&new.id, &title) {
-            // A fork whose title is refused is not kept (Python answers 400 too, but keeps
-            // the row; a client retrying with another title would then hit 409).
+            // A fork whose title is refused is not kept, and its parent is left as it was
+            // (Python keeps the row, so a retry with another title would hit 409).
             store.delete_session(&new.id)?;
+            match &parent_end {
+                Some(reason) => store.end_session(&parent_id, reason)?,
+                None => store.reopen_session(&parent_id, None, None)?,
+            }
             return Err(e);
         }
         store.session(&new.id)
