@@ -168,6 +168,7 @@ fn model_routes_are_listed_and_send_requests_to_their_model() {
     let server = MockServer::start(Script::new(vec![
         Turn::text("From the routed model."),
         Turn::text("From the default model."),
+        Turn::text("A routed response."),
     ]));
     let home = home_with(
         &server,
@@ -207,6 +208,12 @@ fn model_routes_are_listed_and_send_requests_to_their_model() {
     let r = http(&gw.addr, "POST", "/v1/chat/completions", &body.to_string());
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(server.last_chat_request().unwrap()["model"], "mock-model");
+    // The Responses API follows the route too.
+    let body = json!({"model": "fast", "input": "hi"});
+    let r = http(&gw.addr, "POST", "/v1/responses", &body.to_string());
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["model"], "fast");
+    assert_eq!(server.last_chat_request().unwrap()["model"], "other-model");
     let (code, stderr) = gw.terminate();
     assert_eq!(code, Some(0));
     assert!(stderr.contains("route `broken` has no 'model'"), "{stderr}");
