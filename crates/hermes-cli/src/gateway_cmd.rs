@@ -10,7 +10,10 @@
 //! `API_SERVER_PORT`, else `platforms.api_server.extra.host|port` (or without `extra`, or under
 //! `gateway.platforms`), else 127.0.0.1:8642; the key from `API_SERVER_KEY` (environment or
 //! .env) or `platforms.api_server.extra.key`; the concurrency limit from
-//! `gateway.api_server.max_concurrent_runs` (default 10, 0: none).
+//! `gateway.api_server.max_concurrent_runs` (default 10, 0: none); `model_routes` aliases from
+//! `platforms.api_server.extra.model_routes` (a request naming one runs on its model). The API
+//! server's resource routes (sessions, jobs, skills, toolsets, detailed health) read the same
+//! runtime, and its "run now" wakes the cron scheduler.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -21,7 +24,7 @@ use hermes_config::{Config, Environment};
 use hermes_core::EventSink;
 use hermes_gateway::api_server::listener::ConnectionLimits;
 use hermes_gateway::api_server::{
-    self, ApiServer, ApiServerConfig, RunnerError, TurnInput, TurnOutcome, TurnRunner,
+    self, ApiServer, ApiServerConfig, Backing, RunnerError, TurnInput, TurnOutcome, TurnRunner,
 };
 use hermes_gateway::chat::{self, ChatGateway};
 use hermes_gateway::platform::{BuiltAdapters, build_adapters};
@@ -87,7 +90,7 @@ pub async fn run(common: &CommonArgs, args: &GatewayArgs) -> Result<ExitCode, Cl
     };
     let runtime = crate::session::runtime(&common)?;
     let (home, config, env) = (runtime.home(), runtime.config(), runtime.env());
-    let server_config = server_config(args, config, env, home)?;
+    let mut server_config = server_config(args, config, env, home)?;
     api_server::check_bind(&server_config.host, server_config.key.as_deref())
         .map_err(|e| CliError::config(e.to_string()))?;
     if let Some(pid) = chat::state::running_pid(home.root()) {
@@ -138,6 +141,13 @@ pub async fn run(common: &CommonArgs, args: &GatewayArgs) -> Result<ExitCode, Cl
         .await?;
     probe.close().await;
 
+    // The API's resource routes read the same home, and "run now" wakes the scheduler.
+    let cron_wake = Arc::new(tokio::sync::Notify::new());
+    server_config.backing = Backing {
+        runtime: Some(runtime.clone()),
+        cron_wake: Some(cron_wake.clone()),
+        chats: chats.clone(),
+    };
     let runner = Arc::new(AgentRunner {
         runtime: runtime.clone(),
         spec: spec.clone(),
@@ -169,6 +179,7 @@ pub async fn run(common: &CommonArgs, args: &GatewayArgs) -> Result<ExitCode, Cl
         runtime.clone(),
         spec,
         delivery,
+        cron_wake,
         shutdown.clone(),
     )));
     let stopped = shutdown.clone();
@@ -423,6 +434,11 @@ fn server_config(
             .collect()
     };
     let connections = connection_limits(config)?;
+    let (model_routes, warnings) =
+        api_server::model_routes::parse(platform_value(config, "model_routes"));
+    for w in warnings {
+        eprintln!("hermes: {w}");
+    }
     let model_name = setting("API_SERVER_MODEL_NAME", "model_name")
         .map(|(v, _)| v)
         .or(profile.filter(|p| p != "default" && p != "custom"))
@@ -438,6 +454,8 @@ fn server_config(
         cors_origins: list("API_SERVER_CORS_ORIGINS", "cors_origins"),
         allowed_hosts: list("API_SERVER_ALLOWED_HOSTS", "allowed_hosts"),
         connections,
+        backing: Backing::default(),
+        model_routes,
     })
 }
 
@@ -490,6 +508,15 @@ impl TurnRunner for AgentRunner {
     ) -> Result<TurnOutcome, RunnerError> {
         let spec = SessionSpec {
             instructions: input.system.filter(|s| !s.trim().is_empty()),
+            // A `model_routes` alias: that route's model (and provider, base URL) for this turn.
+            model: match &input.route {
+                Some(route) => hermes_llm::Overrides {
+                    provider: route.provider.clone(),
+                    model: Some(route.model.clone()),
+                    base_url: route.base_url.clone(),
+                },
+                None => self.spec.model.clone(),
+            },
             resume: match &input.session {
                 Some(id) => Resume::Session(id.clone()),
                 None => Resume::New,

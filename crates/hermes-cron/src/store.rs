@@ -264,6 +264,20 @@ impl CronStore {
         })
     }
 
+    /// Makes a job due now (the API's "run now", Python's `trigger_job`): enabled, scheduled,
+    /// unpaused, its next run this instant; the next tick runs it.
+    pub fn trigger(&self, reference: &str) -> Result<Job, CronError> {
+        let now = clock::format_iso(&self.now());
+        self.update_job(reference, |job| {
+            job.set("enabled", json!(true));
+            job.set("state", json!("scheduled"));
+            job.set("paused_at", Value::Null);
+            job.set("paused_reason", Value::Null);
+            job.set("next_run_at", json!(now));
+            Ok(())
+        })
+    }
+
     /// Deletes a job and its outputs.
     pub fn remove(&self, reference: &str) -> Result<Job, CronError> {
         let removed = self.update(|jobs| {

@@ -13,18 +13,27 @@
 //! (origin, Host, JSON-only bodies read within a deadline) and every connection the
 //! [`listener`]'s limits (header deadline, a connection cap that closes idle connections
 //! first).
+//!
+//! With a [`Backing`] (the gateway's runtime) the server also offers the home's resources:
+//! stored sessions ([`sessions`], turns in them through [`session_chat`]), cron jobs
+//! ([`jobs`]), and the catalogue of skills and toolsets with a detailed health ([`catalog`]).
 
+mod catalog;
 pub mod chat;
 mod guard;
+mod jobs;
 pub mod listener;
+pub mod model_routes;
 pub mod response_store;
 pub mod responses;
 pub mod runs;
+mod session_chat;
+mod sessions;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::Router;
@@ -35,10 +44,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use hermes_core::EventSink;
 use hermes_protocol::{Message, TurnEnd, Usage};
+use hermes_runtime::Runtime;
 use serde_json::{Value, json};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
+pub use model_routes::ModelRoute;
+
+use crate::chat::ChatGateway;
 use crate::outcome;
 use crate::wire;
 
@@ -76,6 +89,26 @@ pub const ROUTES: &[&str] = &[
     "GET /v1/runs/{run_id}/events",
     "POST /v1/runs/{run_id}/approval",
     "POST /v1/runs/{run_id}/stop",
+    "GET /health/detailed",
+    "GET /v1/skills",
+    "GET /v1/toolsets",
+    "GET /api/sessions",
+    "POST /api/sessions",
+    "GET /api/sessions/{session_id}",
+    "PATCH /api/sessions/{session_id}",
+    "DELETE /api/sessions/{session_id}",
+    "GET /api/sessions/{session_id}/messages",
+    "POST /api/sessions/{session_id}/fork",
+    "POST /api/sessions/{session_id}/chat",
+    "POST /api/sessions/{session_id}/chat/stream",
+    "GET /api/jobs",
+    "POST /api/jobs",
+    "GET /api/jobs/{job_id}",
+    "PATCH /api/jobs/{job_id}",
+    "DELETE /api/jobs/{job_id}",
+    "POST /api/jobs/{job_id}/pause",
+    "POST /api/jobs/{job_id}/resume",
+    "POST /api/jobs/{job_id}/run",
 ];
 
 /// One turn as the runner receives it.
@@ -95,6 +128,8 @@ pub struct TurnInput {
     /// Who answers approval prompts (a run's API client); `None`: nobody is asked, the
     /// session's unattended rules apply.
     pub approver: Option<Approver>,
+    /// The `model_routes` entry the request named as its model; `None`: the configured model.
+    pub route: Option<ModelRoute>,
 }
 
 /// The [`Interaction`](hermes_tools::Interaction) a turn asks for approvals.
@@ -173,6 +208,32 @@ pub struct ApiServerConfig {
     /// server listens on loopback (`*`: any).
     pub allowed_hosts: Vec<String>,
     pub connections: listener::ConnectionLimits,
+    /// What the resource routes read (sessions, jobs, skills, toolsets, detailed health).
+    pub backing: Backing,
+    /// `model_routes`: aliases a request may name as its model, in order.
+    pub model_routes: Vec<(String, ModelRoute)>,
+}
+
+/// The gateway behind the resource routes; without a runtime, the session routes answer 503,
+/// the job routes 501 and the catalogue routes 500, as the Python Hermes does without them.
+#[derive(Clone, Default)]
+pub struct Backing {
+    /// The home's runtime: its session store, cron store, skills and tool catalogue.
+    pub runtime: Option<Runtime>,
+    /// Wakes the gateway's cron scheduler (a job made due by `POST /api/jobs/{id}/run`).
+    pub cron_wake: Option<Arc<Notify>>,
+    /// The chat platforms, reported by `/health/detailed`.
+    pub chats: Option<Arc<ChatGateway>>,
+}
+
+impl std::fmt::Debug for Backing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Backing")
+            .field("runtime", &self.runtime)
+            .field("cron_wake", &self.cron_wake.is_some())
+            .field("chats", &self.chats.is_some())
+            .finish()
+    }
 }
 
 impl Default for ApiServerConfig {
@@ -188,6 +249,8 @@ impl Default for ApiServerConfig {
             cors_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             connections: listener::ConnectionLimits::default(),
+            backing: Backing::default(),
+            model_routes: Vec::new(),
         }
     }
 }
@@ -240,6 +303,51 @@ pub(crate) struct Shared {
     pub(crate) responses: response_store::ResponseStore,
     pub(crate) runs: runs::Runs,
     pub(crate) browser: guard::BrowserPolicy,
+    /// When the server was bound (`/health/detailed`'s uptime).
+    pub(crate) started: SystemTime,
+    /// Turns running now, counted around the runner.
+    pub(crate) active: Arc<AtomicUsize>,
+}
+
+/// The injected runner, counting the turns in flight.
+struct Counted {
+    inner: Arc<dyn TurnRunner>,
+    active: Arc<AtomicUsize>,
+}
+
+/// Takes one off the count when a turn ends, however it ends (a cancelled future included).
+struct Running(Arc<AtomicUsize>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+#[async_trait::async_trait]
+impl TurnRunner for Counted {
+    async fn run(
+        &self,
+        input: TurnInput,
+        events: Arc<dyn EventSink>,
+        cancel: CancellationToken,
+    ) -> Result<TurnOutcome, RunnerError> {
+        self.active.fetch_add(1, Ordering::Relaxed);
+        let _running = Running(self.active.clone());
+        self.inner.run(input, events, cancel).await
+    }
+}
+
+impl Shared {
+    /// The route a request's `model` names, if it names an alias.
+    pub(crate) fn route(&self, model: Option<&str>) -> Option<ModelRoute> {
+        let model = model?;
+        self.config
+            .model_routes
+            .iter()
+            .find(|(alias, _)| alias == model)
+            .map(|(_, route)| route.clone())
+    }
 }
 
 /// A bound, not yet serving, API server.
@@ -276,11 +384,18 @@ impl ApiServer {
             &config.allowed_hosts,
             config.connections.body_timeout,
         );
+        let active = Arc::new(AtomicUsize::new(0));
+        let runner: Arc<dyn TurnRunner> = Arc::new(Counted {
+            inner: runner,
+            active: active.clone(),
+        });
         Ok(ApiServer {
             listener,
             shared: Arc::new(Shared {
                 config,
                 runner,
+                started: SystemTime::now(),
+                active,
                 limit,
                 turns: CancellationToken::new(),
                 responses,
@@ -333,6 +448,31 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/runs/{id}/events", get(runs::events))
         .route("/v1/runs/{id}/approval", post(runs::approval))
         .route("/v1/runs/{id}/stop", post(runs::stop))
+        .route("/health/detailed", get(catalog::health_detailed))
+        .route("/v1/skills", get(catalog::skills))
+        .route("/v1/toolsets", get(catalog::toolsets))
+        .route("/api/sessions", get(sessions::list).post(sessions::create))
+        .route(
+            "/api/sessions/{id}",
+            get(sessions::get)
+                .patch(sessions::patch)
+                .delete(sessions::delete),
+        )
+        .route("/api/sessions/{id}/messages", get(sessions::messages))
+        .route("/api/sessions/{id}/fork", post(sessions::fork))
+        .route("/api/sessions/{id}/chat", post(session_chat::chat))
+        .route(
+            "/api/sessions/{id}/chat/stream",
+            post(session_chat::chat_stream),
+        )
+        .route("/api/jobs", get(jobs::list).post(jobs::create))
+        .route(
+            "/api/jobs/{id}",
+            get(jobs::get).patch(jobs::patch).delete(jobs::delete),
+        )
+        .route("/api/jobs/{id}/pause", post(jobs::pause))
+        .route("/api/jobs/{id}/resume", post(jobs::resume))
+        .route("/api/jobs/{id}/run", post(jobs::run))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn_with_state(
@@ -380,10 +520,16 @@ async fn models(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Response {
     if let Some(denied) = check_auth(&s, &headers) {
         return denied;
     }
-    json_response(
-        StatusCode::OK,
-        wire::models(&s.config.model_name, unix_now()),
-    )
+    let now = unix_now();
+    let mut listing = wire::models(&s.config.model_name, now);
+    if let Some(data) = listing["data"].as_array_mut() {
+        for (alias, route) in &s.config.model_routes {
+            if *alias != s.config.model_name {
+                data.push(wire::routed_model(alias, route, &s.config.model_name, now));
+            }
+        }
+    }
+    json_response(StatusCode::OK, listing)
 }
 
 async fn model(
@@ -393,6 +539,12 @@ async fn model(
 ) -> Response {
     if let Some(denied) = check_auth(&s, &headers) {
         return denied;
+    }
+    if let Some(route) = s.route(Some(&id)).filter(|_| id != s.config.model_name) {
+        return json_response(
+            StatusCode::OK,
+            wire::routed_model(&id, &route, &s.config.model_name, unix_now()),
+        );
     }
     if id != s.config.model_name {
         return error_response(
@@ -419,6 +571,7 @@ async fn capabilities(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Respo
         return denied;
     }
     let endpoint = |method: &str, path: &str| json!({"method": method, "path": path});
+    let backed = s.config.backing.runtime.is_some();
     json_response(
         StatusCode::OK,
         json!({
@@ -445,14 +598,14 @@ async fn capabilities(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Respo
                 "tool_progress_events": true,
                 "tool_progress_header": "X-Hermes-Tool-Progress",
                 "approval_events": true,
-                "session_resources": false,
-                "session_chat": false,
-                "session_chat_streaming": false,
-                "session_fork": false,
+                "session_resources": backed,
+                "session_chat": backed,
+                "session_chat_streaming": backed,
+                "session_fork": backed,
                 "admin_config_rw": false,
-                "jobs_admin": false,
+                "jobs_admin": backed,
                 "memory_write_api": false,
-                "skills_api": false,
+                "skills_api": backed,
                 "audio_api": false,
                 "realtime_voice": false,
                 "session_continuity_header": "X-Hermes-Session-Id",
@@ -460,6 +613,7 @@ async fn capabilities(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Respo
             },
             "endpoints": {
                 "health": endpoint("GET", "/health"),
+                "health_detailed": endpoint("GET", "/health/detailed"),
                 "models": endpoint("GET", "/v1/models"),
                 "model": endpoint("GET", "/v1/models/{model}"),
                 "chat_completions": endpoint("POST", "/v1/chat/completions"),
@@ -471,6 +625,18 @@ async fn capabilities(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Respo
                 "run_events": endpoint("GET", "/v1/runs/{run_id}/events"),
                 "run_approval": endpoint("POST", "/v1/runs/{run_id}/approval"),
                 "run_stop": endpoint("POST", "/v1/runs/{run_id}/stop"),
+                "skills": endpoint("GET", "/v1/skills"),
+                "toolsets": endpoint("GET", "/v1/toolsets"),
+                "sessions": endpoint("GET", "/api/sessions"),
+                "session_create": endpoint("POST", "/api/sessions"),
+                "session": endpoint("GET", "/api/sessions/{session_id}"),
+                "session_update": endpoint("PATCH", "/api/sessions/{session_id}"),
+                "session_delete": endpoint("DELETE", "/api/sessions/{session_id}"),
+                "session_messages": endpoint("GET", "/api/sessions/{session_id}/messages"),
+                "session_fork": endpoint("POST", "/api/sessions/{session_id}/fork"),
+                "session_chat": endpoint("POST", "/api/sessions/{session_id}/chat"),
+                "session_chat_stream": endpoint("POST", "/api/sessions/{session_id}/chat/stream"),
+                "jobs": endpoint("GET", "/api/jobs"),
             },
         }),
     )

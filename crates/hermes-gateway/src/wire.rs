@@ -317,6 +317,25 @@ pub fn models(model_id: &str, created: u64) -> Value {
     json!({"object": "list", "data": [model(model_id, created)]})
 }
 
+/// A `model_routes` alias as a model object: its root is the routed model, its parent the
+/// server's own model name (Python's shape).
+pub fn routed_model(
+    alias: &str,
+    route: &crate::api_server::ModelRoute,
+    parent: &str,
+    created: u64,
+) -> Value {
+    json!({
+        "id": alias,
+        "object": "model",
+        "created": created,
+        "owned_by": "hermes",
+        "permission": [],
+        "root": route.model,
+        "parent": parent,
+    })
+}
+
 /// `GET /v1/models/{id}`: one model object.
 pub fn model(model: &str, created: u64) -> Value {
     json!({

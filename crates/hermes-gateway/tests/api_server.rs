@@ -560,6 +560,7 @@ async fn a_session_header_continues_a_stored_session() {
             images: Vec::new(),
             session: Some("20250101_000000_old".into()),
             approver: None,
+            route: None,
         }
     );
     // Streamed: the header is on the answer before the turn runs.
@@ -874,4 +875,59 @@ async fn a_run_asks_for_approval_through_the_api_and_can_be_stopped() {
     }
     let r = http(srv.addr, "POST", "/v1/runs", &[], r#"{"input": []}"#).await;
     assert_eq!(r.status, 400);
+}
+
+#[tokio::test]
+async fn resource_routes_without_a_backing_say_so_and_run_no_turn() {
+    let srv = start(ApiServerConfig::default()).await;
+    for (method, path, status, body) in [
+        (
+            "GET",
+            "/api/sessions",
+            503,
+            json!({"code": "session_db_unavailable"}),
+        ),
+        (
+            "POST",
+            "/api/sessions/x/chat",
+            503,
+            json!({"code": "session_db_unavailable"}),
+        ),
+        (
+            "GET",
+            "/api/jobs",
+            501,
+            json!({"error": "Cron module not available"}),
+        ),
+        (
+            "GET",
+            "/v1/skills",
+            500,
+            json!({"message": "Failed to enumerate skills"}),
+        ),
+        (
+            "GET",
+            "/v1/toolsets",
+            500,
+            json!({"message": "Failed to enumerate toolsets"}),
+        ),
+    ] {
+        let r = http(srv.addr, method, path, &[], r#"{"message": "hi"}"#).await;
+        assert_eq!(r.status, status, "{method} {path}: {}", r.body);
+        let v = r.json();
+        for (key, want) in body.as_object().unwrap() {
+            let got = v.get("error").and_then(|e| e.get(key)).unwrap_or(&v[key]);
+            assert_eq!(got, want, "{method} {path}: {v}");
+        }
+    }
+    let r = http(srv.addr, "GET", "/v1/capabilities", &[], "").await;
+    assert_eq!(r.json()["features"]["session_resources"], false);
+    let r = http(srv.addr, "GET", "/health/detailed", &[], "").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.json()["platforms"],
+        json!({"api_server": {"state": "connected"}})
+    );
+    assert_eq!(r.json()["active_agents"], 0);
+    assert!(srv.fake.seen.lock().unwrap().is_empty());
 }

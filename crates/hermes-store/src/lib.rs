@@ -8,6 +8,8 @@
 //!   ([`StoredMessage`]) including the partial row of an answer still streaming.
 //! - Full-text search ([`SearchQuery`], [`SearchHit`]) with highlighted snippets, and the
 //!   context around a hit ([`MessageWindow`], [`Store::bookends`]).
+//! - API clients' view ([`SessionPage`]): paged listings without child sessions, empty
+//!   sessions, branches carrying their parent's transcript ([`Store::fork_session`]).
 //! - [`StoreWriter`]: the one thread that writes for every live session of a process;
 //!   [`SessionWriter`]: a session's handle on it.
 //! - Exports: JSON records ([`export`]) and ShareGPT trajectories ([`sharegpt`]).
@@ -21,6 +23,7 @@ mod error;
 pub mod export;
 pub mod health;
 pub mod import;
+mod lineage;
 mod messages;
 mod schema;
 mod search;
@@ -33,6 +36,7 @@ mod writer;
 
 pub use error::StoreError;
 pub use import::{ImportReport, import_python};
+pub use lineage::{BRANCHED, SessionPage};
 pub use messages::{INTERRUPTED, MessageMeta, StoredMessage};
 pub use schema::LATEST_VERSION;
 pub use search::{MessageWindow, SearchHit, SearchQuery, fts_query};

@@ -58,13 +58,13 @@ pub struct SessionSummary {
     pub preview: String,
 }
 
-const COLUMNS: &str = "id, source, model, provider, title, parent_session_id, cwd, \
+pub(crate) const COLUMNS: &str = "id, source, model, provider, title, parent_session_id, cwd, \
     system_prompt, started_at, updated_at, ended_at, end_reason, message_count, tool_call_count, api_call_count, \
     input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, \
     estimated_cost_usd";
 
 /// The first user message's opening, shown in listings.
-const PREVIEW_SQL: &str = "(SELECT substr(m.content, 1, 200) FROM messages m \
+pub(crate) const PREVIEW_SQL: &str = "(SELECT substr(m.content, 1, 200) FROM messages m \
     WHERE m.session_id = sessions.id AND m.role = 'user' ORDER BY m.id LIMIT 1)";
 
 fn record(row: &Row<'_>) -> rusqlite::Result<SessionRecord> {
@@ -93,7 +93,7 @@ fn record(row: &Row<'_>) -> rusqlite::Result<SessionRecord> {
     })
 }
 
-fn summary(row: &Row<'_>) -> rusqlite::Result<SessionSummary> {
+pub(crate) fn summary(row: &Row<'_>) -> rusqlite::Result<SessionSummary> {
     let preview: Option<String> = row.get(21)?;
     Ok(SessionSummary {
         session: record(row)?,

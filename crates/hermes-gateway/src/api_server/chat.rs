@@ -59,7 +59,8 @@ pub(crate) async fn chat_completions(
             .clone()
             .unwrap_or_else(|| s.config.model_name.clone()),
     };
-    let input = turn_input(&request, session.clone());
+    let mut input = turn_input(&request, session.clone());
+    input.route = s.route(request.model.as_deref());
     if request.stream {
         streamed(
             &s,
@@ -85,6 +86,7 @@ fn turn_input(r: &ChatRequest, session: Option<String>) -> TurnInput {
         images: r.images.clone(),
         session,
         approver: None,
+        route: None,
     }
 }
 

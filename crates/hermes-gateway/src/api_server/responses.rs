@@ -333,6 +333,7 @@ pub(crate) fn turn_of(
         images: r.images.clone(),
         session,
         approver: None,
+        route: s.route(r.model.as_deref()),
     };
     Ok((input, instructions))
 }

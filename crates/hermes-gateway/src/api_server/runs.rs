@@ -111,6 +111,14 @@ impl Runs {
         }
     }
 
+    /// How many remembered runs have not finished (`/health/detailed`).
+    pub(crate) fn running(&self) -> usize {
+        self.runs
+            .lock()
+            .map(|runs| runs.iter().filter(|r| !r.is_finished()).count())
+            .unwrap_or(0)
+    }
+
     fn get(&self, id: &str) -> Option<Arc<Run>> {
         self.runs.lock().ok()?.iter().find(|r| r.id == id).cloned()
     }

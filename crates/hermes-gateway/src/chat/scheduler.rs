@@ -1,7 +1,8 @@
 //! Cron inside the gateway: every `cron.tick_interval` seconds (60, as the Python Hermes) the
 //! due jobs run, each in a fresh session of the gateway's runtime, under the same tick lock as
 //! `hermes cron tick` (a crontab entry and the gateway never run a job twice); answers go to
-//! their chats through [`super::delivery::CronDelivery`]. At shutdown a running job is
+//! their chats through [`super::delivery::CronDelivery`]. A wake (the API's "run now") ticks at
+//! once instead of waiting for the interval. At shutdown a running job is
 //! interrupted and recorded as such.
 
 use std::sync::Arc;
@@ -9,6 +10,7 @@ use std::time::Duration;
 
 use hermes_runtime::{Platform, Runtime, SessionSpec};
 use serde_json::Value;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::delivery::CronDelivery;
@@ -23,11 +25,12 @@ pub fn interval(raw: &Value) -> Duration {
     Duration::from_secs(secs)
 }
 
-/// Runs due jobs on every tick until `shutdown`.
+/// Runs due jobs on every tick, and whenever `wake` is notified, until `shutdown`.
 pub async fn run(
     runtime: Runtime,
     base: SessionSpec,
     delivery: Arc<CronDelivery>,
+    wake: Arc<Notify>,
     shutdown: CancellationToken,
 ) {
     let (store, warning) =
@@ -45,6 +48,7 @@ pub async fn run(
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = ticks.tick() => {}
+            _ = wake.notified() => {}
         }
         let mut report = |r: &hermes_runtime::cron::Report| {
             if r.outcome.success {
