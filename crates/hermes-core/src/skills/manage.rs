@@ -6,7 +6,8 @@
 //! carried into later sessions); on an edit only what the change adds counts, so a skill the
 //! user wrote stays editable. `patch` finds `old_string` with the fuzzy matcher of the `patch`
 //! tool. `delete` never deletes: the folder moves to `skills/.archive/`. Usage is recorded in
-//! `.usage.json` as the Python Hermes records it.
+//! `.usage.json` as the Python Hermes records it; a skill `create` makes is recorded as the
+//! agent's (`created_by: "agent"`), which puts it in the curator's care.
 
 use std::path::{Path, PathBuf};
 
@@ -191,6 +192,7 @@ fn create(
     }
     let path = dir.join("SKILL.md");
     write(&path, content)?;
+    library.usage().mark_agent_created(name);
     Ok(json!({
         "ok": true,
         "message": format!("Created skill `{name}`."),
