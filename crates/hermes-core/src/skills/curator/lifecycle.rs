@@ -140,7 +140,7 @@ pub fn apply(root: &Path, plan: &Plan, now: f64) -> Result<Vec<(String, PathBuf)
 }
 
 /// The newest of `last_used_at`, `last_viewed_at`, `last_patched_at`.
-fn latest_activity(record: &Map<String, Value>) -> Option<f64> {
+pub fn latest_activity(record: &Map<String, Value>) -> Option<f64> {
     ["last_used_at", "last_viewed_at", "last_patched_at"]
         .iter()
         .filter_map(|k| record.get(*k).and_then(parse_at))
