@@ -141,7 +141,7 @@ fn list(library: &Library, loaded: &Loaded) -> String {
     let archived = hermes_core::skills::curator::archive::archived_names(library.root());
     if !archived.is_empty() {
         out.push_str(&format!(
-            "Archived by the curator (`hermes curator restore NAME` brings one back): {}\n",
+            "Archived (`hermes curator restore NAME` brings one back): {}\n",
             archived.join(", ")
         ));
     }
