@@ -295,3 +295,31 @@ fn status(curator: &Curator, now: f64) -> String {
     }
     out
 }
+
+/// When a one-shot or a chat has ended (its answer already out): a curator pass if one is
+/// due. Like the Python Hermes at the start of a CLI session, the user counts as idle here; a
+/// failure is silent, since it must never turn a finished session into an error.
+pub fn after_session(args: &CommonArgs) {
+    if let Ok((home, config, _)) = crate::session::load_home(args)
+        && let Some(outcome) = Curator::new(home.root(), &config).maybe_run(now(), None)
+    {
+        tracing::info!("curator: {}", outcome.summary);
+    }
+}
+
+/// The gateway's curator check: at start, then hourly (the Python gateway's poll rate), until
+/// `shutdown`; the pass itself runs only when due, off the async threads.
+pub async fn gateway_ticker(curator: Curator, shutdown: tokio_util::sync::CancellationToken) {
+    loop {
+        let c = curator.clone();
+        if let Ok(Some(outcome)) =
+            tokio::task::spawn_blocking(move || c.maybe_run(now(), None)).await
+        {
+            tracing::info!("curator: {}", outcome.summary);
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(std::time::Duration::from_secs(3600)) => {}
+        }
+    }
+}

@@ -112,7 +112,11 @@ auto (preview): 3 candidate skill(s), 1 marked stale, 1 archived — no transiti
 dry-run: no changes applied. Run `hermes curator run` (no flag) to apply.
 "
     );
-    assert_eq!(tree(&skills), before, "not a byte changed, no state file, no snapshot");
+    assert_eq!(
+        tree(&skills),
+        before,
+        "not a byte changed, no state file, no snapshot"
+    );
 
     let o = run(&home, &["curator", "run"]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -152,10 +156,18 @@ dry-run: no changes applied. Run `hermes curator run` (no flag) to apply.
     assert!(!skills.join("ops").exists());
     let u = usage(&home);
     assert_eq!(u["ancient"]["state"], "archived");
-    assert!(u["ancient"]["archived_at"].as_str().unwrap().ends_with("+00:00"));
+    assert!(
+        u["ancient"]["archived_at"]
+            .as_str()
+            .unwrap()
+            .ends_with("+00:00")
+    );
     assert_eq!(u["month-old"]["state"], "stale");
     assert_eq!(u["fresh"]["state"], "active");
-    assert_eq!(u["mine"]["state"], "active", "the user's skill is not the curator's");
+    assert_eq!(
+        u["mine"]["state"], "active",
+        "the user's skill is not the curator's"
+    );
     assert!(skills.join("mine/SKILL.md").is_file());
     let state: Value =
         serde_json::from_str(&std::fs::read_to_string(skills.join(".curator_state")).unwrap())
@@ -234,7 +246,8 @@ fn restore_pin_and_pause() {
     );
     let o = run(&home, &["skills"]);
     assert!(
-        stdout(&o).contains("\nancient    -         agent    active, pinned  Last used 100 days ago.\n"),
+        stdout(&o)
+            .contains("\nancient    -         agent    active, pinned  Last used 100 days ago.\n"),
         "{}",
         stdout(&o)
     );
@@ -284,7 +297,10 @@ fn skill_manage_create_records_the_skill_as_the_agents() {
     assert_eq!(record["pinned"], false);
     assert_eq!(record["use_count"], 0);
     assert!(record["created_at"].as_str().unwrap().ends_with("+00:00"));
-    assert!(usage(&home).get("mine").is_none(), "nothing recorded for the user's skill");
+    assert!(
+        usage(&home).get("mine").is_none(),
+        "nothing recorded for the user's skill"
+    );
     let o = run(&home, &["skills"]);
     let out = stdout(&o);
     assert!(
@@ -296,5 +312,102 @@ fn skill_manage_create_records_the_skill_as_the_agents() {
             "\nrelease-notes  -         agent    active  Draft release notes from merged PRs.\n"
         ),
         "{out}"
+    );
+}
+
+fn write_state(home: &TestHome, last_run_days_ago: f64, paused: bool) {
+    home.write_file(
+        "skills/.curator_state",
+        &serde_json::to_string_pretty(&json!({
+            "last_run_at": days_ago(last_run_days_ago),
+            "last_run_duration_seconds": 0.5,
+            "last_run_summary": "auto: no changes; llm: skipped (consolidation off)",
+            "last_run_summary_shown_at": null,
+            "last_report_path": null,
+            "paused": paused,
+            "run_count": 4,
+        }))
+        .unwrap(),
+    );
+}
+
+fn state(home: &TestHome) -> Value {
+    serde_json::from_str(
+        &std::fs::read_to_string(home.hermes_home().join("skills/.curator_state")).unwrap(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_due_pass_runs_after_the_answer_when_a_session_ends() {
+    let server = MockServer::start(Script::new(vec![
+        Turn::text("one"),
+        Turn::text("two"),
+        Turn::text("three"),
+        Turn::text("four"),
+    ]));
+    // First sight: the clock starts, nothing moves.
+    let home = curated_home();
+    home.write_mock_config(&server);
+    let o = run(&home, &["-z", "hi"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "one\n");
+    let s = state(&home);
+    assert_eq!(s["run_count"], 0);
+    assert!(
+        s["last_run_summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("deferred first run")
+    );
+    assert_eq!(usage(&home)["ancient"]["state"], "active");
+
+    // Last pass a day ago: not due. Paused: not run.
+    write_state(&home, 1.0, false);
+    assert!(run(&home, &["-z", "hi"]).status.success());
+    assert_eq!(state(&home)["run_count"], 4);
+    write_state(&home, 8.0, true);
+    assert!(run(&home, &["-z", "hi"]).status.success());
+    assert_eq!(state(&home)["run_count"], 4);
+    assert_eq!(usage(&home)["ancient"]["state"], "active");
+
+    // A week and a day: the chat's end runs the pass.
+    write_state(&home, 8.0, false);
+    let o = run_with_stdin(&home, &["chat"], "hi\n");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("four"), "{}", stdout(&o));
+    let s = state(&home);
+    assert_eq!(s["run_count"], 5);
+    assert_eq!(
+        s["last_run_summary"],
+        "auto: 1 marked stale, 1 archived; llm: skipped (consolidation off)"
+    );
+    assert!(
+        home.hermes_home()
+            .join("skills/.archive/ancient/SKILL.md")
+            .is_file()
+    );
+    assert_eq!(usage(&home)["month-old"]["state"], "stale");
+    assert_eq!(server.chat_requests().len(), 4);
+}
+
+#[test]
+fn the_gateway_runs_a_due_pass() {
+    let home = curated_home();
+    let server = MockServer::start(Script::new(vec![]));
+    home.write_mock_config(&server);
+    write_state(&home, 8.0, false);
+    let gateway = common::gateway::Gateway::start(&home, &[]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while state(&home)["run_count"] != 5 {
+        assert!(std::time::Instant::now() < deadline, "no pass: {}", state(&home));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let (code, err) = gateway.terminate();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        home.hermes_home()
+            .join("skills/.archive/ancient/SKILL.md")
+            .is_file()
     );
 }
