@@ -400,7 +400,11 @@ fn the_gateway_runs_a_due_pass() {
     let gateway = common::gateway::Gateway::start(&home, &[]);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while state(&home)["run_count"] != 5 {
-        assert!(std::time::Instant::now() < deadline, "no pass: {}", state(&home));
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no pass: {}",
+            state(&home)
+        );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let (code, err) = gateway.terminate();

@@ -6,7 +6,9 @@
 //! with sorted keys and two-space indentation. Changes are read-modify-write under an exclusive
 //! lock on `.usage.json.lock` (the Python Hermes's lock file) and replace the file atomically;
 //! keys this build does not know are kept. Telemetry is best effort: a failure never fails the
-//! tool call that caused it.
+//! tool call that caused it. The curator's marks go through here too: `created_by: "agent"`
+//! when `skill_manage` creates a skill, `state` with `archived_at`, `pinned`; any use, view or
+//! change of a `stale` skill makes it `active` again.
 
 use std::path::{Path, PathBuf};
 

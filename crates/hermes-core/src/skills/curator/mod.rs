@@ -212,10 +212,18 @@ impl Curator {
 
     /// Brings `name` back from the archive, active.
     pub fn restore(&self, name: &str, now: f64) -> Result<PathBuf, CuratorError> {
-        if Provenance::read(&self.root).origin(name) == Origin::Hub {
-            return Err(CuratorError::Refused(format!(
-                "skill '{name}' is now hub-installed; restore would shadow the upstream version"
-            )));
+        match Provenance::read(&self.root).origin(name) {
+            Origin::Hub => {
+                return Err(CuratorError::Refused(format!(
+                    "skill '{name}' is now hub-installed; restore would shadow the upstream version"
+                )));
+            }
+            Origin::Bundled => {
+                return Err(CuratorError::Refused(format!(
+                    "skill '{name}' is now bundled; restore would shadow the upstream version"
+                )));
+            }
+            Origin::Agent | Origin::User => {}
         }
         archive::restore(&self.root, name, now)
     }

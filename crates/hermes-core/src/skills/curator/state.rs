@@ -82,7 +82,7 @@ impl CuratorSettings {
     /// `every 7d` or `every 12h`, as the Python `hermes curator status` prints it.
     pub fn interval_label(&self) -> String {
         let h = self.interval_hours;
-        if h >= 24 && h % 24 == 0 {
+        if h >= 24 && h.is_multiple_of(24) {
             format!("{}d", h / 24)
         } else {
             format!("{h}h")
