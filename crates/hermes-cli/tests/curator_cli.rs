@@ -415,3 +415,34 @@ fn the_gateway_runs_a_due_pass() {
             .is_file()
     );
 }
+
+#[test]
+fn archived_skills_leave_the_index_and_a_used_stale_skill_is_active_again() {
+    let server = MockServer::start(Script::new(vec![
+        Turn::tool("skill_view", json!({"name": "month-old"})),
+        Turn::text("Followed it."),
+    ]));
+    let home = curated_home();
+    home.write_mock_config(&server);
+    assert!(run(&home, &["curator", "run"]).status.success());
+    assert_eq!(usage(&home)["month-old"]["state"], "stale");
+    let o = run(&home, &["-z", "do the monthly thing"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "Followed it.\n");
+    let prompt = server.chat_requests()[0]["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(prompt.contains("\n- fresh: Used yesterday."), "{prompt}");
+    assert!(
+        prompt.contains("  - month-old: Last used 40 days ago."),
+        "{prompt}"
+    );
+    assert!(
+        !prompt.contains("ancient"),
+        "archived: not offered\n{prompt}"
+    );
+    let record = &usage(&home)["month-old"];
+    assert_eq!(record["state"], "active");
+    assert_eq!(record["use_count"], 4);
+}
