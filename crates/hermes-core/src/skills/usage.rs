@@ -74,11 +74,6 @@ impl Usage {
         self.bump(name, "patch_count", "last_patched_at");
     }
 
-    /// Moved to `.archive/`.
-    pub fn archived(&self, name: &str) {
-        self.set_state(name, "archived", &now_iso());
-    }
-
     /// Sets the lifecycle state (`active`, `stale`, `archived`) at `at`: archiving stamps
     /// `archived_at`, becoming active clears it, as the Python Hermes's `set_state` does.
     pub fn set_state(&self, name: &str, state: &str, at: &str) {
@@ -200,12 +195,6 @@ fn iso(secs: u64, micros: u32) -> String {
     )
 }
 
-/// `YYYYMMDDHHMMSS` in UTC, the suffix of an archived copy whose name is taken.
-pub fn stamp() -> String {
-    let iso = now_iso();
-    iso.chars().filter(char::is_ascii_digit).take(14).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,7 +206,6 @@ mod tests {
             iso(1_764_511_343, 780_928),
             "2025-11-30T14:02:23.780928+00:00"
         );
-        assert_eq!(stamp().len(), 14);
     }
 
     #[test]
