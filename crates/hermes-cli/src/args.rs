@@ -48,6 +48,8 @@ pub enum Command {
     Memory(crate::memory_cmd::MemoryArgs),
     /// The skills (procedures the agent saved): list, show.
     Skills(crate::skills_cmd::SkillsArgs),
+    /// The curator of agent-made skills: status, run [--dry-run], pause, resume, pin, unpin, restore.
+    Curator(crate::curator_cmd::CuratorArgs),
     /// Profiles, each a separate home: list, show, create, use, delete.
     Profile(crate::profile_cmd::ProfileArgs),
     /// What is set up: home, provider, model, key, tools, memory, sessions.

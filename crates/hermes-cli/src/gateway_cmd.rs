@@ -182,6 +182,10 @@ pub async fn run(common: &CommonArgs, args: &GatewayArgs) -> Result<ExitCode, Cl
         cron_wake,
         shutdown.clone(),
     )));
+    background.push(tokio::spawn(crate::curator_cmd::gateway_ticker(
+        hermes_core::skills::Curator::new(home.root(), config),
+        shutdown.clone(),
+    )));
     let stopped = shutdown.clone();
     tokio::select! {
         r = server.serve(shutdown) => {

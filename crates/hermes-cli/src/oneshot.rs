@@ -48,7 +48,7 @@ pub async fn run(args: &CommonArgs, prompt: &str, style: Style) -> Result<ExitCo
     if args.usage && !report.is_interrupted() {
         eprintln!("{}", crate::render::usage_line(&report));
     }
-    match report.end {
+    let result = match report.end {
         TurnEnd::Interrupted => Err(CliError::interrupted()),
         TurnEnd::Failed(failure) => Err(CliError::runtime(failure.message)),
         TurnEnd::Completed => {
@@ -67,7 +67,10 @@ pub async fn run(args: &CommonArgs, prompt: &str, style: Style) -> Result<ExitCo
             );
             Ok(ExitCode::SUCCESS)
         }
-    }
+    };
+    // After the answer is out, never before it.
+    crate::curator_cmd::after_session(args);
+    result
 }
 
 /// First Ctrl-C cancels the turn (the agent closes its history cleanly); a second one exits

@@ -1,6 +1,7 @@
 //! `hermes skills list|show NAME`: the skills of a home from the command line. `list` shows
-//! every skill found (the Python Hermes's too: same folders, same format) with its category and
-//! description, and says which ones a chat does not offer and why (disabled in config.yaml,
+//! every skill found (the Python Hermes's too: same folders, same format) with its category,
+//! origin (agent, user, hub, bundled), curator state (active, stale, pinned) and description,
+//! names the archived ones, and says which ones a chat does not offer and why (disabled in config.yaml,
 //! made for another OS or runtime, blocked by the injection scanner); `show` prints one
 //! skill's `SKILL.md` and its supporting files. Skills that cannot be read are reported on
 //! stderr by `list`. Nothing is changed.
@@ -9,7 +10,9 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
-use hermes_core::skills::{Availability, Library, Loaded, Skill, SkillSettings, view};
+use hermes_core::skills::{
+    Availability, Library, Loaded, Provenance, Skill, SkillSettings, Status, view,
+};
 
 use crate::args::CommonArgs;
 use crate::error::CliError;
@@ -132,9 +135,19 @@ fn list(library: &Library, loaded: &Loaded) -> String {
         .max()
         .unwrap_or(8)
         .max(8);
-    let mut out = format!("{:<name_w$}  {:<cat_w$}  DESCRIPTION\n", "NAME", "CATEGORY");
+    let statuses = statuses(library, &loaded.skills);
+    let state_w = statuses
+        .iter()
+        .map(|s| s.state_label().len())
+        .max()
+        .unwrap_or(5)
+        .max(5);
+    let mut out = format!(
+        "{:<name_w$}  {:<cat_w$}  ORIGIN   {:<state_w$}  DESCRIPTION\n",
+        "NAME", "CATEGORY", "STATE"
+    );
     let mut offered = 0;
-    for s in &loaded.skills {
+    for (s, st) in loaded.skills.iter().zip(&statuses) {
         let mut description = hermes_core::skills::index::one_line(&s.description);
         match not_offered(s) {
             Some(why) => description.push_str(&format!(" [{why}]")),
@@ -142,9 +155,11 @@ fn list(library: &Library, loaded: &Loaded) -> String {
         }
         out.push_str(
             format!(
-                "{:<name_w$}  {:<cat_w$}  {description}",
+                "{:<name_w$}  {:<cat_w$}  {:<7}  {:<state_w$}  {description}",
                 s.name,
-                s.category.as_deref().unwrap_or("-")
+                s.category.as_deref().unwrap_or("-"),
+                st.origin.as_str(),
+                st.state_label(),
             )
             .trim_end(),
         );
@@ -155,7 +170,20 @@ fn list(library: &Library, loaded: &Loaded) -> String {
         "{n} skill{} in {root}; {offered} offered in chats (/NAME runs one). `hermes skills show NAME` prints one.\n",
         if n == 1 { "" } else { "s" },
     ));
+    let archived = hermes_core::skills::curator::archive::archived_names(library.root());
+    if !archived.is_empty() {
+        out.push_str(&format!(
+            "Archived (`hermes curator restore NAME` brings one back): {}\n",
+            archived.join(", ")
+        ));
+    }
     out
+}
+
+/// Each skill's origin and curator state, for the table and `--json` ([`Status::to_json`]).
+pub fn statuses(library: &Library, skills: &[Skill]) -> Vec<Status> {
+    let provenance = Provenance::read(library.root());
+    skills.iter().map(|s| provenance.status(&s.name)).collect()
 }
 
 fn show(library: &Library, name: &str) -> Result<String, CliError> {

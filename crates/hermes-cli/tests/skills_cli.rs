@@ -352,12 +352,13 @@ fn hermes_skills_list_and_show() {
         assert_eq!(
             stdout(&o),
             format!(
-                "NAME             CATEGORY  DESCRIPTION
-pdf-summary      -         Summarise a PDF: extract the text with pdftotext, then write a one-page summary. [disabled in config.yaml]
-mac-screenshots  desktop   Take and annotate screenshots on macOS with screencapture. [macos only]
-git-release      devops    Cut a tagged release of a git project and publish its changelog.
-deploy-notes     ops       Use when: deploying the web app to staging
+                "NAME             CATEGORY  ORIGIN   STATE   DESCRIPTION
+pdf-summary      -         user     active  Summarise a PDF: extract the text with pdftotext, then write a one-page summary. [disabled in config.yaml]
+mac-screenshots  desktop   user     active  Take and annotate screenshots on macOS with screencapture. [macos only]
+git-release      devops    user     active  Cut a tagged release of a git project and publish its changelog.
+deploy-notes     ops       user     active  Use when: deploying the web app to staging
 4 skills in {}; 2 offered in chats (/NAME runs one). `hermes skills show NAME` prints one.
+Archived (`hermes curator restore NAME` brings one back): old-notes
 ",
                 skills_dir.display()
             )

@@ -665,7 +665,7 @@ async fn skill_manage_creates_edits_patches_and_archives() {
         .unwrap();
     assert!(root.join("devops").is_dir(), "git-release is still there");
 
-    // Usage, as the Python Hermes records it: edits and file changes are patches; an archived
+    // Usage, in the Python Hermes's format: edits and file changes are patches; an archived
     // skill keeps its record, marked archived.
     let usage: Value =
         serde_json::from_str(&std::fs::read_to_string(root.join(".usage.json")).unwrap()).unwrap();
@@ -673,7 +673,8 @@ async fn skill_manage_creates_edits_patches_and_archives() {
     assert_eq!(rec["patch_count"], 6, "{rec}");
     assert_eq!(rec["state"], "archived");
     assert!(rec["archived_at"].as_str().unwrap().ends_with("+00:00"));
-    assert_eq!(rec["created_by"], Value::Null);
+    // Created by skill_manage: the agent's, so the curator's to manage.
+    assert_eq!(rec["created_by"], "agent");
 
     // A pinned skill is not deleted.
     let mut all: serde_json::Map<String, Value> = usage.as_object().unwrap().clone();

@@ -89,6 +89,7 @@ pub async fn run(args: &CommonArgs) -> Result<ExitCode, CliError> {
     let code = repl.chat().await;
     repl.goodbye();
     repl.session.close().await;
+    crate::curator_cmd::after_session(args);
     Ok(code)
 }
 

@@ -6,7 +6,8 @@
 //! carried into later sessions); on an edit only what the change adds counts, so a skill the
 //! user wrote stays editable. `patch` finds `old_string` with the fuzzy matcher of the `patch`
 //! tool. `delete` never deletes: the folder moves to `skills/.archive/`. Usage is recorded in
-//! `.usage.json` as the Python Hermes records it.
+//! `.usage.json` as the Python Hermes records it; a skill `create` makes is recorded as the
+//! agent's (`created_by: "agent"`), which puts it in the curator's care.
 
 use std::path::{Path, PathBuf};
 
@@ -191,6 +192,7 @@ fn create(
     }
     let path = dir.join("SKILL.md");
     write(&path, content)?;
+    library.usage().mark_agent_created(name);
     Ok(json!({
         "ok": true,
         "message": format!("Created skill `{name}`."),
@@ -306,30 +308,14 @@ fn delete(library: &Library, name: &str) -> Result<Value, String> {
             skill.name
         ));
     }
-    let archive = library.root().join(".archive");
-    std::fs::create_dir_all(&archive)
-        .map_err(|e| format!("cannot create {}: {e}", archive.display()))?;
-    let mut dest = archive.join(&skill.dir_name);
-    if dest.exists() {
-        dest = archive.join(format!("{}-{}", skill.dir_name, super::usage::stamp()));
-    }
-    std::fs::rename(&skill.dir, &dest).map_err(|e| {
-        format!(
-            "cannot move {} to {}: {e}",
-            skill.dir.display(),
-            dest.display()
-        )
-    })?;
-    // A category folder left empty goes too.
-    if let Some(parent) = skill.dir.parent().filter(|p| *p != library.root())
-        && std::fs::read_dir(parent).is_ok_and(|mut d| d.next().is_none())
-    {
-        let _ = std::fs::remove_dir(parent);
-    }
-    usage.archived(&skill.name);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let dest = super::curator::archive::archive(library.root(), &skill.dir, &skill.name, now)
+        .map_err(|e| format!("cannot archive `{}`: {e}", skill.name))?;
     Ok(json!({
         "ok": true,
-        "message": format!("Archived skill `{}` to {} (not deleted; move it back to restore it).", skill.name, dest.display()),
+        "message": format!("Archived skill `{}` to {} (not deleted; `hermes curator restore {}` brings it back).", skill.name, dest.display(), skill.name),
     }))
 }
 

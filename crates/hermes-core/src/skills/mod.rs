@@ -13,11 +13,13 @@
 //! scanned by [`crate::injection`] before the model sees it. Not built here: the background
 //! review that writes skills after a turn, the curator, and the skills hub.
 
+pub mod curator;
 pub mod frontmatter;
 pub mod index;
 pub mod invoke;
 pub mod loader;
 pub mod manage;
+pub mod provenance;
 pub mod tools;
 pub mod usage;
 pub mod view;
@@ -29,8 +31,10 @@ use std::path::{Path, PathBuf};
 use hermes_config::{Config, HermesHome};
 use serde_json::Value;
 
+pub use curator::Curator;
 pub use index::SessionIndex;
 pub use loader::{Availability, Loaded, Skill};
+pub use provenance::{Origin, Provenance, State, Status};
 pub use tools::{SkillManageTool, SkillViewTool, SkillsListTool};
 pub use usage::Usage;
 

@@ -6,7 +6,9 @@
 //! with sorted keys and two-space indentation. Changes are read-modify-write under an exclusive
 //! lock on `.usage.json.lock` (the Python Hermes's lock file) and replace the file atomically;
 //! keys this build does not know are kept. Telemetry is best effort: a failure never fails the
-//! tool call that caused it.
+//! tool call that caused it. The curator's marks go through here too: `created_by: "agent"`
+//! when `skill_manage` creates a skill, `state` with `archived_at`, `pinned`; any use, view or
+//! change of a `stale` skill makes it `active` again.
 
 use std::path::{Path, PathBuf};
 
@@ -72,19 +74,48 @@ impl Usage {
         self.bump(name, "patch_count", "last_patched_at");
     }
 
-    /// Moved to `.archive/`.
-    pub fn archived(&self, name: &str) {
+    /// Sets the lifecycle state (`active`, `stale`, `archived`) at `at`: archiving stamps
+    /// `archived_at`, becoming active clears it, as the Python Hermes's `set_state` does.
+    pub fn set_state(&self, name: &str, state: &str, at: &str) {
         let _ = self.change(name, |rec| {
-            rec.insert("state".into(), json!("archived"));
-            rec.insert("archived_at".into(), json!(now_iso()));
+            rec.insert("state".into(), json!(state));
+            match state {
+                "archived" => {
+                    rec.insert("archived_at".into(), json!(at));
+                }
+                "active" => {
+                    rec.insert("archived_at".into(), Value::Null);
+                }
+                _ => {}
+            }
         });
     }
 
+    /// Records that the agent wrote this skill (`created_by: "agent"`): only such skills are
+    /// the curator's to mark stale and archive.
+    pub fn mark_agent_created(&self, name: &str) {
+        let _ = self.change(name, |rec| {
+            rec.insert("created_by".into(), json!("agent"));
+        });
+    }
+
+    /// Pins or unpins: a pinned skill is never deleted by the agent nor moved by the curator.
+    pub fn set_pinned(&self, name: &str, pinned: bool) {
+        let _ = self.change(name, |rec| {
+            rec.insert("pinned".into(), json!(pinned));
+        });
+    }
+
+    /// A stale skill that is used again is active again at once (the curator's next pass
+    /// would decide the same), so its state never lags behind its use.
     fn bump(&self, name: &str, count: &str, at: &str) {
         let _ = self.change(name, |rec| {
             let n = rec.get(count).and_then(Value::as_u64).unwrap_or(0);
             rec.insert(count.into(), json!(n + 1));
             rec.insert(at.into(), json!(now_iso()));
+            if rec.get("state").and_then(Value::as_str) == Some("stale") {
+                rec.insert("state".into(), json!("active"));
+            }
         });
     }
 
@@ -141,6 +172,18 @@ pub fn now_iso() -> String {
     iso(now.as_secs(), now.subsec_micros())
 }
 
+/// Seconds since the epoch as Python's `datetime.isoformat()` writes them in UTC.
+pub fn iso_at(secs: f64) -> String {
+    let whole = secs.max(0.0).floor();
+    iso(whole as u64, ((secs - whole) * 1e6) as u32)
+}
+
+/// A timestamp of a record (any ISO 8601 form Python's `fromisoformat` reads; no zone means
+/// UTC) as seconds since the epoch.
+pub fn parse_at(value: &Value) -> Option<f64> {
+    value.as_str().and_then(hermes_llm::auth_store::parse_iso)
+}
+
 fn iso(secs: u64, micros: u32) -> String {
     let (y, m, d) = hermes_protocol::time::civil_from_days((secs / 86_400) as i64);
     let rem = secs % 86_400;
@@ -150,12 +193,6 @@ fn iso(secs: u64, micros: u32) -> String {
         rem / 60 % 60,
         rem % 60
     )
-}
-
-/// `YYYYMMDDHHMMSS` in UTC, the suffix of an archived copy whose name is taken.
-pub fn stamp() -> String {
-    let iso = now_iso();
-    iso.chars().filter(char::is_ascii_digit).take(14).collect()
 }
 
 #[cfg(test)]
@@ -169,7 +206,6 @@ mod tests {
             iso(1_764_511_343, 780_928),
             "2025-11-30T14:02:23.780928+00:00"
         );
-        assert_eq!(stamp().len(), 14);
     }
 
     #[test]
