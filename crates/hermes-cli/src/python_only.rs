@@ -147,9 +147,10 @@ mod tests {
     fn python_only_commands_are_named_and_ours_are_not() {
         assert_eq!(ask(&["kanban", "list"]).as_deref(), Some("kanban"));
         assert_eq!(
-            ask(&["-v", "curator", "status"]).as_deref(),
-            Some("curator")
+            ask(&["-v", "insights", "--days", "7"]).as_deref(),
+            Some("insights")
         );
+        assert_eq!(ask(&["curator", "status"]), None);
         assert_eq!(ask(&["sessions", "list"]), None);
         assert_eq!(ask(&["completion", "zsh"]), None);
         assert_eq!(ask(&[]), None);

@@ -66,7 +66,7 @@ pub fn run(top: &CommonArgs, args: &SkillsArgs) -> Result<ExitCode, CliError> {
                 eprintln!("hermes: {w}");
             }
             if *json {
-                crate::json_out::print(&list_json(&loaded))?;
+                crate::json_out::print(&list_json(&library, &loaded))?;
                 return Ok(ExitCode::SUCCESS);
             }
             list(&library, &loaded)
@@ -95,13 +95,17 @@ fn not_offered(skill: &Skill) -> Option<String> {
     }
 }
 
-fn list_json(loaded: &Loaded) -> Vec<serde_json::Value> {
+/// `skills list --json`: each skill with its origin and curator state (`origin`, `state`,
+/// `pinned`) and whether a chat offers it.
+fn list_json(library: &Library, loaded: &Loaded) -> Vec<serde_json::Value> {
+    let statuses = statuses(library, &loaded.skills);
     loaded
         .skills
         .iter()
-        .map(|s| {
+        .zip(statuses)
+        .map(|(s, status)| {
             let why = not_offered(s);
-            serde_json::json!({
+            let mut record = serde_json::json!({
                 "name": s.name,
                 "category": s.category,
                 "description": s.description,
@@ -109,7 +113,13 @@ fn list_json(loaded: &Loaded) -> Vec<serde_json::Value> {
                 "path": s.dir.display().to_string(),
                 "offered": why.is_none(),
                 "not_offered_because": why,
-            })
+            });
+            if let (Some(record), serde_json::Value::Object(status)) =
+                (record.as_object_mut(), status.to_json())
+            {
+                record.extend(status);
+            }
+            record
         })
         .collect()
 }

@@ -209,6 +209,9 @@ fn status_tools_skills_and_cron_lists_as_json() {
     assert_eq!(skills[0]["version"], "1.2.0");
     assert_eq!(skills[0]["offered"], true);
     assert_eq!(skills[0]["not_offered_because"], Value::Null);
+    assert_eq!(skills[0]["origin"], "user");
+    assert_eq!(skills[0]["state"], "active");
+    assert_eq!(skills[0]["pinned"], false);
 
     assert_eq!(
         json_of(&run(&home, &["cron", "list", "--json"])),

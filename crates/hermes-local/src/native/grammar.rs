@@ -49,14 +49,13 @@ pub fn native_call_grammar(
         .collect();
     let more = MAX_CALLS - 1;
     let mut out = String::new();
-    // Small models often write their call as a bare JSON object or a ```json fence instead of
-    // their own syntax (Qwen2.5-Coder 0.5B nearly always does). Both are offered, constrained
-    // like a proper call, so such a reply is a valid call and ends there, instead of text
-    // forced to open with some other character (`>{"name": ...`) and going on unconstrained.
-    let alternatives_root = match format {
-        ToolFormat::Llama3 => "calls | fenced-call",
-        ToolFormat::Hermes | ToolFormat::Mistral => "calls | call-object | fenced-call",
-    };
+    // Small models often write their call in a ```json fence instead of their own syntax
+    // (Qwen2.5-Coder 0.5B mostly does). The fence is offered as a call form, constrained like a
+    // proper call, so such a reply is a valid call and ends there instead of going on as
+    // unconstrained text (which then invents the tool's result). A bare JSON object stays
+    // refused as text: offered as a call, the same model calls a tool for every plain
+    // question ("What is 2 + 2?" became five `todo` calls).
+    let alternatives_root = "calls | fenced-call";
     if text_allowed {
         let _ = writeln!(out, "root ::= {alternatives_root} | text");
         // Text may not open like a call (nor with a blank that could hide one, nor with a
@@ -117,7 +116,7 @@ mod tests {
         let g = native_call_grammar(ToolFormat::Hermes, &tools(), true).unwrap();
         assert!(
             g.starts_with(
-                "root ::= calls | call-object | fenced-call | text\ntext ::= [^<{` \\t\\n\\r] .* | fence-text\nfence-text ::= "
+                "root ::= calls | fenced-call | text\ntext ::= [^<{` \\t\\n\\r] .* | fence-text\nfence-text ::= "
             ),
             "{g}"
         );
@@ -146,13 +145,16 @@ mod tests {
     fn mistral_and_llama_syntaxes() {
         let g = native_call_grammar(ToolFormat::Mistral, &tools(), false).unwrap();
         assert!(
-            g.starts_with("root ::= calls | call-object | fenced-call\nfenced-call ::= "),
+            g.starts_with("root ::= calls | fenced-call\nfenced-call ::= "),
             "{g}"
         );
         assert!(g.contains("calls ::= \"[TOOL_CALLS]\" \"[\""), "{g}");
         assert!(!g.contains("text ::="));
         let g = native_call_grammar(ToolFormat::Llama3, &tools(), true).unwrap();
-        assert!(g.starts_with("root ::= calls | fenced-call | text\n"), "{g}");
+        assert!(
+            g.starts_with("root ::= calls | fenced-call | text\n"),
+            "{g}"
+        );
         assert!(g.contains(r#""\"parameters\"""#), "{g}");
         assert!(
             g.contains("calls ::= call-object ( \";\" ws call-object ){0,3}"),
