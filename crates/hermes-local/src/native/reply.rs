@@ -27,19 +27,12 @@ enum State {
 
 const FENCE: &str = "```";
 
-/// What a small model writes before its call when the grammar refuses to let text open with
-/// `{` (Qwen2.5-Coder 0.5B writes `>{"name": "read_file", ...}`): a reply that is this
-/// character and one JSON call is that call.
-const STRAY: &str = ">";
-
 /// Turns the text pieces of a reply in `format` into [`StreamEvent`]s.
 #[derive(Debug)]
 pub struct NativeReplyStream {
     format: ToolFormat,
     state: State,
     buffer: String,
-    /// The reply opened with [`STRAY`], dropped from `buffer`.
-    stray: bool,
 }
 
 /// One call read from a reply: the tool name and its arguments as JSON text (whatever arrived,
@@ -56,7 +49,6 @@ impl NativeReplyStream {
             format,
             state: State::Undecided,
             buffer: String::new(),
-            stray: false,
         }
     }
 
@@ -68,23 +60,7 @@ impl NativeReplyStream {
             State::Calls | State::Fenced => Vec::new(),
             State::Undecided => {
                 let start = self.buffer.trim_start();
-                if start.is_empty()
-                    || opening.starts_with(start)
-                    || FENCE.starts_with(start)
-                    || start == STRAY
-                {
-                    return Vec::new();
-                }
-                if let Some(object) = start
-                    .strip_prefix(STRAY)
-                    .map(str::trim_start)
-                    .filter(|rest| rest.starts_with('{'))
-                {
-                    // `>{"name": ...`: a call whose opening the grammar refused (see
-                    // [`STRAY`]); read as a call, released whole as text if it is none.
-                    self.buffer = object.to_string();
-                    self.stray = true;
-                    self.state = State::Calls;
+                if start.is_empty() || opening.starts_with(start) || FENCE.starts_with(start) {
                     return Vec::new();
                 }
                 if start.starts_with(opening) || start.starts_with('{') {
@@ -157,9 +133,6 @@ impl NativeReplyStream {
                 events.push(StreamEvent::Finish(reason));
                 return events;
             }
-        }
-        if self.stray {
-            events.push(StreamEvent::TextDelta(STRAY.to_string()));
         }
         if !buffer.is_empty() {
             events.push(StreamEvent::TextDelta(buffer));
@@ -380,56 +353,6 @@ mod tests {
                 StreamEvent::Finish(FinishReason::Length),
             ]
         );
-    }
-
-    #[test]
-    fn a_call_behind_a_stray_angle_bracket_is_a_call_and_a_quote_is_text() {
-        let events = run(
-            ToolFormat::Hermes,
-            &[
-                ">",
-                "{\"name\": \"read_file\", ",
-                "\"arguments\": {\"path\": \"input.txt\"}}",
-            ],
-            FinishReason::Stop,
-        );
-        assert_eq!(
-            events,
-            vec![
-                StreamEvent::ToolCallDelta {
-                    index: 0,
-                    id: None,
-                    name: Some("read_file".into()),
-                    arguments: r#"{"path":"input.txt"}"#.into(),
-                },
-                StreamEvent::Finish(FinishReason::ToolCalls),
-            ]
-        );
-        let quote = run(
-            ToolFormat::Hermes,
-            &[">", " To be or not to be."],
-            FinishReason::Stop,
-        );
-        assert_eq!(
-            quote,
-            vec![
-                StreamEvent::TextDelta("> To be or not to be.".into()),
-                StreamEvent::Finish(FinishReason::Stop),
-            ]
-        );
-        let not_a_call = run(
-            ToolFormat::Hermes,
-            &[">{\"a\": 1} and more"],
-            FinishReason::Stop,
-        );
-        let text: String = not_a_call
-            .iter()
-            .filter_map(|e| match e {
-                StreamEvent::TextDelta(t) => Some(t.as_str()),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(text, ">{\"a\": 1} and more");
     }
 
     #[test]
