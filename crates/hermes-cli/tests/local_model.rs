@@ -74,8 +74,8 @@ fn fetch_local_lists_the_catalogue_and_refuses_unknown_names() {
     assert_eq!(
         names,
         [
-            "qwen2.5-coder-0.5b",
             "qwen2.5-coder-1.5b",
+            "qwen2.5-coder-0.5b",
             "smollm2-135m",
             "gemma-3-270m"
         ],
@@ -226,7 +226,7 @@ mod embedded {
         assert!(o.status.success(), "{}", text(&o.stderr));
         let placed = home
             .hermes_home()
-            .join("models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
+            .join("models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf");
         assert_eq!(text(&o.stdout), format!("{}\n", placed.display()));
         assert!(
             text(&o.stderr).contains("linked from the local cache"),
@@ -260,7 +260,7 @@ mod embedded {
         assert!(o.status.success(), "{err}");
         assert!(!text(&o.stdout).trim().is_empty(), "an answer: {err}");
         assert_eq!(
-            err.matches("using the bundled local model qwen2.5-coder-0.5b")
+            err.matches("using the bundled local model qwen2.5-coder-1.5b")
                 .count(),
             1,
             "{err}"

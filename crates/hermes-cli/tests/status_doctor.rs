@@ -147,7 +147,7 @@ fn status_reports_the_setup_on_one_screen() {
     assert!(text.contains(" UTC (just now)\n"), "{text}");
     assert!(
         text.ends_with(
-            "  local model  qwen2.5-coder-0.5b not downloaded (`hermes model fetch-local` gets it, 491 MB)
+            "  local model  qwen2.5-coder-1.5b not downloaded (`hermes model fetch-local` gets it, 1117 MB)
   skin         ares
 Run `hermes doctor` to check for problems, `hermes model` for every provider.
 "

@@ -135,7 +135,7 @@ pub const PRESETS: &[Preset] = &[
 /// The provider id of the model run in-process (a GGUF file).
 pub const LOCAL_PROVIDER: &str = "local";
 /// The model used when nothing is configured and no provider key is in the environment.
-pub const DEFAULT_LOCAL_MODEL: &str = "qwen2.5-coder-0.5b";
+pub const DEFAULT_LOCAL_MODEL: &str = "qwen2.5-coder-1.5b";
 /// `chosen_by` of that fallback, so frontends can tell the user once how to switch.
 pub const CHOSEN_BY_DEFAULT: &str = "the default (no provider configured)";
 

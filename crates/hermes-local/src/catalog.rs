@@ -38,7 +38,7 @@ fn qwen_coder_05b() -> CatalogModel {
     CatalogModel {
         name: "qwen2.5-coder-0.5b",
         summary: "Qwen2.5-Coder 0.5B Instruct (Q4_K_M): instruction-tuned, native <tool_call> \
-                  format; the default",
+                  format; a third of the download and memory, weak as an agent",
         source: ChunkedModel {
             file_name: "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf".into(),
             sha256: "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32".into(),
@@ -56,7 +56,7 @@ fn qwen_coder_15b() -> CatalogModel {
     CatalogModel {
         name: "qwen2.5-coder-1.5b",
         summary: "Qwen2.5-Coder 1.5B Instruct (Q4_K_M): instruction-tuned, native <tool_call> \
-                  format; better answers, about 3x slower",
+                  format; the default",
         source: ChunkedModel {
             file_name: "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf".into(),
             sha256: "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046".into(),
@@ -111,14 +111,14 @@ fn gemma3_270m() -> CatalogModel {
 
 /// The default model (see [`crate::default_model`]).
 pub fn default_model() -> CatalogModel {
-    qwen_coder_05b()
+    qwen_coder_15b()
 }
 
 /// Every model `hermes model fetch-local NAME` offers, the default first.
 pub fn catalog() -> Vec<CatalogModel> {
     vec![
         default_model(),
-        qwen_coder_15b(),
+        qwen_coder_05b(),
         smollm2_135m(),
         gemma3_270m(),
     ]

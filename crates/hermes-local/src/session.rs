@@ -114,7 +114,7 @@ mod tests {
     fn the_notice_names_the_config_line_only_for_the_fallback() {
         let spec = default_spec();
         let notice = default_model_notice(&spec, Path::new("/h/config.yaml")).unwrap();
-        assert!(notice.contains("qwen2.5-coder-0.5b"), "{notice}");
+        assert!(notice.contains("qwen2.5-coder-1.5b"), "{notice}");
         assert!(
             notice.contains("`model: {provider: openrouter}` in /h/config.yaml"),
             "{notice}"

@@ -222,10 +222,10 @@ mod tests {
         let s = LocalSettings::from_config(&ModelSettings::default(), None, Path::new("/h"));
         assert_eq!(
             s.model_path,
-            PathBuf::from("/h/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
+            PathBuf::from("/h/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
         );
         assert!(s.is_default_model);
-        assert_eq!(s.model_name, "qwen2.5-coder-0.5b");
+        assert_eq!(s.model_name, "qwen2.5-coder-1.5b");
         assert_eq!(s.chat_template, None, "the GGUF's own");
         assert_eq!(
             (s.context_length, s.max_tokens),

@@ -75,7 +75,7 @@ fn request<'a>(
     max_tokens: u32,
 ) -> ChatRequest<'a> {
     ChatRequest {
-        model: "qwen2.5-coder-0.5b",
+        model: "qwen2.5-coder-1.5b",
         system: "You are a helpful assistant.",
         messages,
         tools,
@@ -172,7 +172,7 @@ async fn grammar_constrained_call_runs_and_is_fed_back(chat_template: Option<&st
         tools,
         "You are an agent. You act by calling tools.".into(),
         AgentOptions {
-            model: "qwen2.5-coder-0.5b".into(),
+            model: "qwen2.5-coder-1.5b".into(),
             max_turns: 1,
             max_tokens: Some(160),
             temperature: Some(0.0),
