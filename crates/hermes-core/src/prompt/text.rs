@@ -23,7 +23,7 @@ pub const ACT_NOW_MODELS: &[&str] = &[
 
 /// How to use the `memory` tool; given when the model has it.
 pub const MEMORY_GUIDANCE: &str = "# Memory
-You keep persistent memory across sessions with the memory tool; what it held when this session started, if anything, is in <memory-context> below. Save what will still matter next week, most of all what saves the user from repeating themselves: their preferences and corrections, then stable facts about their environment, projects and tools. Keep entries short, and write facts, not orders to yourself (\"User prefers tabs\", not \"Always use tabs\"). Do not save task progress, outcomes of this session or temporary state.";
+You keep persistent memory across sessions with the memory tool; what it held when this session started, if anything, is in <memory-context> below. Save what will still matter next week, most of all what saves the user from repeating themselves: their preferences and corrections, then stable facts about their environment, projects and tools. Keep entries short, and write facts the user told you or you observed, not orders to yourself (a preference as \"User prefers X\", not \"Always do X\"). A greeting or a one-off question gives nothing to save. Do not save task progress, outcomes of this session or temporary state.";
 
 /// Added to [`MEMORY_GUIDANCE`] when `session_search` is available.
 pub const SESSION_SEARCH_HINT: &str =
