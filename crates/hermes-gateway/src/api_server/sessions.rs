@@ -125,6 +125,19 @@ pub(crate) fn not_found(id: &str) -> Response {
 }
 
 /// The stored session `id` (exactly that id), or the 404 answer.
+/// The preamble of every `/api/sessions/{id}` route: the key checked, then the session looked
+/// up (401 or 404 in OpenAI's shape otherwise).
+async fn authorized_session(
+    s: &Shared,
+    headers: &HeaderMap,
+    id: &str,
+) -> Result<SessionRecord, Box<Response>> {
+    if let Some(denied) = check_auth(s, headers) {
+        return Err(Box::new(denied));
+    }
+    existing(s, id).await
+}
+
 pub(crate) async fn existing(s: &Shared, id: &str) -> Result<SessionRecord, Box<Response>> {
     let key = id.to_string();
     match with_store(s, move |store| store.session(&key)).await? {
@@ -373,10 +386,7 @@ pub(crate) async fn get(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    if let Some(denied) = check_auth(&s, &headers) {
-        return denied;
-    }
-    match existing(&s, &id).await {
+    match authorized_session(&s, &headers, &id).await {
         Ok(record) => session_answer(StatusCode::OK, &record),
         Err(r) => *r,
     }
@@ -389,10 +399,7 @@ pub(crate) async fn patch(
     Path(id): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    if let Some(denied) = check_auth(&s, &headers) {
-        return denied;
-    }
-    if let Err(r) = existing(&s, &id).await {
+    if let Err(r) = authorized_session(&s, &headers, &id).await {
         return *r;
     }
     let body = match json_object(body) {
@@ -454,10 +461,7 @@ pub(crate) async fn delete(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    if let Some(denied) = check_auth(&s, &headers) {
-        return denied;
-    }
-    if let Err(r) = existing(&s, &id).await {
+    if let Err(r) = authorized_session(&s, &headers, &id).await {
         return *r;
     }
     let key = id.clone();
@@ -476,10 +480,7 @@ pub(crate) async fn messages(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    if let Some(denied) = check_auth(&s, &headers) {
-        return denied;
-    }
-    if let Err(r) = existing(&s, &id).await {
+    if let Err(r) = authorized_session(&s, &headers, &id).await {
         return *r;
     }
     let key = id.clone();
@@ -505,10 +506,7 @@ pub(crate) async fn fork(
     Path(id): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    if let Some(denied) = check_auth(&s, &headers) {
-        return denied;
-    }
-    let parent = match existing(&s, &id).await {
+    let parent = match authorized_session(&s, &headers, &id).await {
         Ok(p) => p,
         Err(r) => return *r,
     };
