@@ -148,7 +148,17 @@ pub async fn run(top: &CommonArgs, args: &CronArgs) -> Result<ExitCode, CliError
     }) {
         CronAction::List { all, json: true } => {
             let listed = listed_jobs(&store, *all).map_err(cron_error)?;
-            let records: Vec<_> = listed.iter().map(|j| &j.fields).collect();
+            let latest = latest_executions(&store, &listed);
+            let records: Vec<_> = listed
+                .iter()
+                .map(|j| {
+                    let mut record = serde_json::Value::Object(j.fields.clone());
+                    record["latest_execution"] = latest
+                        .get(j.id())
+                        .map_or(serde_json::Value::Null, |e| e.to_json());
+                    record
+                })
+                .collect();
             crate::json_out::print(&records)?;
             return Ok(ExitCode::SUCCESS);
         }
@@ -285,8 +295,23 @@ fn listed_jobs(store: &CronStore, all: bool) -> Result<Vec<Job>, CronError> {
         .collect())
 }
 
+/// The newest attempt of each job in the execution ledger (none when it cannot be read: the
+/// listing still works).
+fn latest_executions(
+    store: &CronStore,
+    jobs: &[Job],
+) -> std::collections::HashMap<String, hermes_cron::executions::Execution> {
+    let ids: Vec<&str> = jobs.iter().map(Job::id).collect();
+    store
+        .executions()
+        .latest(&ids)
+        .inspect_err(|e| eprintln!("hermes: {e}"))
+        .unwrap_or_default()
+}
+
 pub fn list_text(store: &CronStore, all: bool) -> Result<String, CronError> {
     let jobs = listed_jobs(store, all)?;
+    let latest = latest_executions(store, &jobs);
     if jobs.is_empty() {
         return Ok(
             "No scheduled jobs. Add one with `hermes cron add SCHEDULE PROMPT`.\n".to_string(),
@@ -324,6 +349,9 @@ pub fn list_text(store: &CronStore, all: bool) -> Result<String, CronError> {
                     let _ = writeln!(out, "    Last run:  {last}  {s}: {}", err.unwrap_or("?"));
                 }
             }
+        }
+        if let Some(e) = latest.get(job.id()) {
+            let _ = writeln!(out, "    Execution: {}  {}", e.status, e.id);
         }
         if let Some(err) = job.last_delivery_error() {
             let _ = writeln!(out, "    Not delivered: {err}");

@@ -121,6 +121,7 @@ fn jobs_are_managed_over_the_api_and_run_now_wakes_the_scheduler() {
     assert_eq!(r.json()["job"]["state"], "scheduled");
     let r = http(&gw.addr, "GET", "/api/jobs", "");
     assert_eq!(r.json()["jobs"].as_array().unwrap().len(), 1);
+    assert_eq!(r.json()["jobs"][0]["latest_execution"], Value::Null);
 
     // Run now: the scheduler is woken and the job's prompt reaches the model at once.
     assert_eq!(server.chat_request_count(), 0);
@@ -153,6 +154,23 @@ fn jobs_are_managed_over_the_api_and_run_now_wakes_the_scheduler() {
     };
     assert!(job["last_run_at"].is_string());
     assert_eq!(job["state"], "scheduled");
+    // The attempt is in the execution ledger, listed as Python's `latest_execution`.
+    let execution = loop {
+        let jobs = http(&gw.addr, "GET", "/api/jobs", "").json()["jobs"].clone();
+        if jobs[0]["latest_execution"]["status"] == "completed" {
+            break jobs[0]["latest_execution"].clone();
+        }
+        assert!(Instant::now() < deadline, "no finished attempt: {jobs}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(execution["job_id"], id.as_str());
+    assert_eq!(execution["source"], "builtin");
+    assert_eq!(execution["error"], Value::Null);
+    assert!(execution["started_at"].is_string() && execution["finished_at"].is_string());
+    assert_eq!(
+        http(&gw.addr, "GET", &path, "").json()["job"]["latest_execution"]["id"],
+        execution["id"]
+    );
 
     // Deleted.
     let r = http(&gw.addr, "DELETE", &path, "");

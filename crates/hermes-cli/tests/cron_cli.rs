@@ -191,6 +191,43 @@ fn add_list_tick_runs_a_due_job_once() {
     let list = stdout(&run(&home, &["cron", "list"]));
     assert!(list.contains("    Last run:  "), "{list}");
     assert!(list.contains("  ok\n"), "{list}");
+    // The attempt is in Python's execution ledger.
+    let ledger = rusqlite::Connection::open(home.hermes_home().join("cron/executions.db")).unwrap();
+    let (exec_id, status, source): (String, String, String) = ledger
+        .query_row("SELECT id, status, source FROM executions", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .unwrap();
+    assert_eq!((status.as_str(), source.as_str()), ("completed", "builtin"));
+    assert!(
+        list.contains(&format!("    Execution: completed  {exec_id}\n")),
+        "{list}"
+    );
+    let listed: Value =
+        serde_json::from_str(&stdout(&run(&home, &["cron", "list", "--json"]))).unwrap();
+    assert_eq!(listed[0]["latest_execution"]["id"], exec_id.as_str());
+    // An attempt a dead process left open becomes `unknown` at the next tick, never retried.
+    ledger
+        .execute(
+            "INSERT INTO executions (id, job_id, source, process_id, pid, status, claimed_at)
+             VALUES ('abandoned', ?1, 'builtin', 'gone', 2147483647, 'running', '2999-01-01T00:00:00')",
+            [&id],
+        )
+        .unwrap();
+    assert_eq!(stdout(&run(&home, &["cron", "tick"])), "No jobs due.\n");
+    let (status, error): (String, String) = ledger
+        .query_row(
+            "SELECT status, error FROM executions WHERE id = 'abandoned'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(status, "unknown");
+    assert!(
+        error.contains("whether side effects ran is unknown"),
+        "{error}"
+    );
+    assert_eq!(server.chat_requests().len(), 1);
     let status = stdout(&run(&home, &["cron", "status"]));
     assert!(
         status.contains("  * * * * * hermes cron tick >> ~/.hermes/logs/cron.log 2>&1\n"),

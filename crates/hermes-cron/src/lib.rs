@@ -3,12 +3,14 @@
 //! survive every rewrite, and what we write loads in Python), schedules (`30m`, `every 2h`,
 //! 5-field cron in local time, ISO timestamps), next-run computation, due-job selection that
 //! claims each job under the store's file lock so two ticks never run the same one, repeat
-//! counting, and the run outputs under `cron/output/<job id>/`.
+//! counting, the run outputs under `cron/output/<job id>/` and the ledger of execution attempts
+//! (`cron/executions.db`).
 //!
 //! Running a job (an agent session) is the CLI's part, and so is scanning prompts for
 //! injection: this crate depends on nothing above hermes-config.
 
 pub mod clock;
+pub mod executions;
 pub mod job;
 pub mod output;
 pub mod schedule;

@@ -78,6 +78,17 @@ impl CronStore {
         &self.dir
     }
 
+    /// The ledger of execution attempts beside jobs.json.
+    pub fn executions(&self) -> crate::executions::Ledger {
+        crate::executions::Ledger::new(&self.dir)
+    }
+
+    /// The ledger's timestamp for now: ISO 8601 with microseconds and the offset, as Python's
+    /// `isoformat()` writes it.
+    pub fn ledger_now(&self) -> String {
+        self.now().format("%Y-%m-%dT%H:%M:%S%.6f%:z").to_string()
+    }
+
     pub fn jobs_path(&self) -> PathBuf {
         self.dir.join("jobs.json")
     }

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use hermes_config::{Config, Environment, HermesHome};
+use hermes_cron::executions::Source;
 use hermes_cron::{CronError, CronStore, Job, RunOutcome, Zone};
 use hermes_llm::Overrides;
 use tokio_util::sync::CancellationToken;
@@ -167,6 +168,11 @@ pub async fn tick(
     let Some(_held) = lock.try_hold() else {
         return Ok(None);
     };
+    // Attempts a dead process left open are marked unknown (never retried: their side
+    // effects may have happened).
+    if let Err(e) = store.executions().recover_interrupted(&store.ledger_now()) {
+        tracing::warn!("{e}");
+    }
     let due = match store.claim_due() {
         Ok(due) => due,
         Err(e) => {
@@ -177,7 +183,7 @@ pub async fn tick(
     let mut tick = Tick::default();
     let mut jobs = due.into_iter();
     for job in jobs.by_ref() {
-        let r = run_job(runtime, store, job, base, delivery, cancel).await;
+        let r = run_job_from(runtime, store, job, base, delivery, cancel, Source::Builtin).await;
         tick.ran += 1;
         if !r.outcome.success {
             tick.failed += 1;
@@ -196,8 +202,9 @@ pub async fn tick(
     Ok(Some(tick))
 }
 
-/// Runs one claimed job to the end and records the outcome; never fails itself. `base` holds
-/// what the frontend chose for every job (model, toolsets, ...); the job's own settings win.
+/// Runs one claimed job to the end, directly (`hermes cron run`), and records the outcome;
+/// never fails itself. `base` holds what the frontend chose for every job (model, toolsets,
+/// ...); the job's own settings win.
 pub async fn run_job(
     runtime: &Runtime,
     store: &CronStore,
@@ -206,6 +213,30 @@ pub async fn run_job(
     delivery: &dyn Delivery,
     cancel: &CancellationToken,
 ) -> Report {
+    run_job_from(runtime, store, job, base, delivery, cancel, Source::Direct).await
+}
+
+/// [`run_job`] for an attempt started by `source`, recorded in the execution ledger: claimed
+/// and running before the agent starts, its outcome after.
+async fn run_job_from(
+    runtime: &Runtime,
+    store: &CronStore,
+    job: Job,
+    base: &SessionSpec,
+    delivery: &dyn Delivery,
+    cancel: &CancellationToken,
+    source: Source,
+) -> Report {
+    let ledger = store.executions();
+    let execution = ledger
+        .claim(job.id(), source, &store.ledger_now())
+        .inspect_err(|e| tracing::warn!("{e}"))
+        .ok();
+    if let Some(id) = &execution
+        && let Err(e) = ledger.mark_running(id, &store.ledger_now())
+    {
+        tracing::warn!("{e}");
+    }
     let started = store.now();
     let (prompt, result, session_id) = match attempt(runtime, &job, base, cancel).await {
         Ok(done) => done,
@@ -266,6 +297,16 @@ pub async fn run_job(
     }
     if let Err(e) = store.finish(job.id(), &outcome) {
         tracing::warn!("cron job {} not updated: {e}", job.id());
+    }
+    if let Some(id) = &execution
+        && let Err(e) = ledger.finish(
+            id,
+            outcome.success,
+            outcome.error.as_deref(),
+            &store.ledger_now(),
+        )
+    {
+        tracing::warn!("{e}");
     }
     Report {
         job,

@@ -35,6 +35,26 @@ fn job_json(job: &Job) -> Value {
     Value::Object(job.fields.clone())
 }
 
+/// Jobs as listed: each with its newest execution attempt from the ledger (Python's
+/// `latest_execution`, null when it never ran). An unreadable ledger lists no attempts.
+fn with_latest_executions(store: &CronStore, jobs: Vec<Job>) -> Vec<Value> {
+    let ids: Vec<&str> = jobs.iter().map(Job::id).collect();
+    let latest = store
+        .executions()
+        .latest(&ids)
+        .inspect_err(|e| tracing::warn!("{e}"))
+        .unwrap_or_default();
+    jobs.iter()
+        .map(|job| {
+            let mut v = job_json(job);
+            v["latest_execution"] = latest
+                .get(job.id())
+                .map_or(Value::Null, hermes_cron::executions::Execution::to_json);
+            v
+        })
+        .collect()
+}
+
 fn cron_error(e: &CronError) -> Response {
     match e {
         CronError::NotFound(_) => error(StatusCode::NOT_FOUND, "Job not found"),
@@ -165,11 +185,17 @@ pub(crate) async fn list(
         .ok()
         .and_then(|Query(q)| q.include_disabled)
         .is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "true" | "1"));
-    match with_cron(&s, CronStore::list).await {
-        Ok(jobs) => json_response(
-            StatusCode::OK,
-            json!({"jobs": jobs.iter().filter(|j| all || j.enabled()).map(job_json).collect::<Vec<_>>()}),
-        ),
+    let listed = with_cron(&s, move |store| {
+        let jobs: Vec<Job> = store
+            .list()?
+            .into_iter()
+            .filter(|j| all || j.enabled())
+            .collect();
+        Ok(with_latest_executions(store, jobs))
+    })
+    .await;
+    match listed {
+        Ok(jobs) => json_response(StatusCode::OK, json!({"jobs": jobs})),
         Err(r) => *r,
     }
 }
@@ -232,7 +258,15 @@ pub(crate) async fn get(
     if let Some(r) = preamble(&s, &headers, Some(&id)) {
         return r;
     }
-    one(with_cron(&s, move |store| store.resolve(&id)).await)
+    let found = with_cron(&s, move |store| {
+        let job = store.resolve(&id)?;
+        Ok(with_latest_executions(store, vec![job]).remove(0))
+    })
+    .await;
+    match found {
+        Ok(job) => json_response(StatusCode::OK, json!({"job": job})),
+        Err(r) => *r,
+    }
 }
 
 /// `PATCH /api/jobs/{id}`: `name`, `schedule`, `prompt`, `deliver`, `skills`/`skill`, `repeat`,
