@@ -460,27 +460,33 @@ fn server_config(
         connections,
         backing: Backing::default(),
         model_routes,
+        sse_keepalive: api_server_number(config, "sse_keepalive")?
+            .map(|secs| Duration::from_secs_f64(secs.min(86_400.0)))
+            .unwrap_or(api_server::DEFAULT_SSE_KEEPALIVE),
     })
+}
+
+/// `gateway.api_server.KEY` as a positive number, if set.
+fn api_server_number(config: &Config, key: &str) -> Result<Option<f64>, CliError> {
+    match config.raw.pointer(&format!("/gateway/api_server/{key}")) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_f64()
+            .filter(|n| n.is_finite() && *n > 0.0)
+            .map(Some)
+            .ok_or_else(|| {
+                CliError::config(format!(
+                    "{}: gateway.api_server.{key} must be a positive number",
+                    config.path.display()
+                ))
+            }),
+    }
 }
 
 /// `gateway.api_server.{max_connections, header_timeout, body_timeout}` (timeouts in seconds).
 fn connection_limits(config: &Config) -> Result<ConnectionLimits, CliError> {
     let mut limits = ConnectionLimits::default();
-    let number = |key: &str| -> Result<Option<f64>, CliError> {
-        match config.raw.pointer(&format!("/gateway/api_server/{key}")) {
-            None | Some(Value::Null) => Ok(None),
-            Some(v) => v
-                .as_f64()
-                .filter(|n| n.is_finite() && *n > 0.0)
-                .map(Some)
-                .ok_or_else(|| {
-                    CliError::config(format!(
-                        "{}: gateway.api_server.{key} must be a positive number",
-                        config.path.display()
-                    ))
-                }),
-        }
-    };
+    let number = |key: &str| api_server_number(config, key);
     if let Some(n) = number("max_connections")? {
         limits.max_connections = (n as usize).max(1);
     }
@@ -544,9 +550,18 @@ impl TurnRunner for AgentRunner {
         if let Some(history) = input.history {
             session.continue_from(history);
         }
-        let report = session
-            .turn_with_images(&input.user, input.images, events.as_ref(), cancel)
-            .await;
+        if !input.tools.is_empty() {
+            session.set_client_tools(input.tools);
+        }
+        let report = if input.tool_results.is_empty() {
+            session
+                .turn_with_images(&input.user, input.images, events.as_ref(), cancel)
+                .await
+        } else {
+            session
+                .continue_with_tool_results(input.tool_results, events.as_ref(), cancel)
+                .await
+        };
         let session_id = session.session_id();
         let conversation = session.history().to_vec();
         session.close().await;
@@ -557,6 +572,7 @@ impl TurnRunner for AgentRunner {
             session_id: Some(session_id),
             conversation,
             added: report.added,
+            client_calls: report.client_calls,
         })
     }
 }

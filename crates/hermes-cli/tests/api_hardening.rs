@@ -2,7 +2,8 @@
 //! cross-origin `text/plain` POST, a preflight and a DNS-rebinding `Host` are refused before
 //! any turn runs; listed origins get CORS headers; a thousand half-open sockets do not lock out
 //! `/health`; a client that never finishes its headers is disconnected and one that trickles
-//! its body gets 408.
+//! its body gets 408; a stream silent for `gateway.api_server.sse_keepalive` gets `: keepalive`
+//! comments.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -287,4 +288,25 @@ fn bad_limits_are_configuration_errors() {
         err.contains("gateway.api_server.header_timeout must be a positive number"),
         "{err}"
     );
+}
+
+#[test]
+fn a_silent_stream_gets_keepalive_comments_that_sdk_clients_skip() {
+    // The model takes a second to answer; keepalives every 200 ms fill the silence.
+    let server = MockServer::start(Script::new(vec![Turn::Reply(
+        hermes_testkit::Reply::text("finally").with_delay_ms(1_000),
+    )]));
+    let home = home_with(&server, "gateway:\n  api_server:\n    sse_keepalive: 0.2\n");
+    let gw = Gateway::start(&home, &[]);
+    let body =
+        json!({"messages": [{"role": "user", "content": "slow"}], "stream": true}).to_string();
+    let r = http(&gw.addr, "POST", "/v1/chat/completions", &[], &body);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let keepalives = r.body.matches(": keepalive\n\n").count();
+    assert!(keepalives >= 2, "{}", r.body);
+    // They come before the answer, and the stream still ends as OpenAI's does.
+    assert!(r.body.find(": keepalive").unwrap() < r.body.find("finally").unwrap());
+    assert!(r.body.ends_with("data: [DONE]\n\n"), "{}", r.body);
+    let (code, _) = gw.terminate();
+    assert_eq!(code, Some(0));
 }

@@ -71,6 +71,81 @@ def main():
             final = event.response.output_text
     emit("responses_stream", kinds=kinds, text="".join(deltas), final=final)
 
+    # Tools the client defines: the API server as a drop-in tool-calling model, driven by the
+    # SDK's documented function-calling loop (the assistant message object appended as is).
+    tools = [{
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather in a city",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }]
+    messages = [{"role": "user", "content": "weather in Paris?"}]
+    first = client.chat.completions.create(model="hermes-agent", messages=messages, tools=tools)
+    call = first.choices[0].message.tool_calls[0]
+    args = json.loads(call.function.arguments)
+    messages.append(first.choices[0].message)
+    messages.append({
+        "role": "tool",
+        "tool_call_id": call.id,
+        "content": json.dumps({"city": args["city"], "sky": "sunny"}),
+    })
+    second = client.chat.completions.create(model="hermes-agent", messages=messages, tools=tools)
+    emit(
+        "client_tools",
+        finish=[first.choices[0].finish_reason, second.choices[0].finish_reason],
+        name=call.function.name,
+        arguments=args,
+        answer=second.choices[0].message.content,
+    )
+
+    # The same call streamed: tool-call deltas accumulated by index, as the SDK docs do.
+    stream = client.chat.completions.create(
+        model="hermes-agent",
+        messages=[{"role": "user", "content": "weather in Paris?"}],
+        tools=tools,
+        stream=True,
+    )
+    calls, finish = {}, None
+    for chunk in stream:
+        if not chunk.choices:
+            continue
+        for tc in chunk.choices[0].delta.tool_calls or []:
+            entry = calls.setdefault(tc.index, {"id": None, "name": "", "arguments": ""})
+            entry["id"] = tc.id or entry["id"]
+            if tc.function:
+                entry["name"] += tc.function.name or ""
+                entry["arguments"] += tc.function.arguments or ""
+        finish = chunk.choices[0].finish_reason or finish
+    emit("client_tools_stream", finish=finish, calls=list(calls.values()))
+
+    # Responses: a function_call output item, answered with function_call_output.
+    rtools = [{"type": "function", **tools[0]["function"]}]
+    r = client.responses.create(model="hermes-agent", input="weather in Paris?", tools=rtools)
+    fc = [item for item in r.output if item.type == "function_call"][0]
+    r2 = client.responses.create(
+        model="hermes-agent",
+        previous_response_id=r.id,
+        input=[{
+            "type": "function_call_output",
+            "call_id": fc.call_id,
+            "output": json.dumps({"sky": "sunny"}),
+        }],
+        tools=rtools,
+    )
+    emit(
+        "responses_tools",
+        name=fc.name,
+        arguments=json.loads(fc.arguments),
+        answer=r2.output_text,
+        status=r2.status,
+    )
+
     # A wrong key.
     wrong = OpenAI(base_url=base_url, api_key="not-the-key", max_retries=0, timeout=60)
     try:

@@ -3,9 +3,10 @@
 //! or `HERMES_OPENAI_PYTHON`): the streaming loop of the SDK's README across a turn that runs a
 //! tool (tool progress must not break it), chat completions streamed and not, Responses chained
 //! through `previous_response_id` over three turns, retrieved, and streamed with typed events,
-//! and a wrong key raising `openai.AuthenticationError`. The mock model answers by what it is
-//! asked, and the test checks what it was sent. Skips with a printed reason only when the venv
-//! cannot be created.
+//! tools the client defines itself (the SDK's function-calling loop in chat completions, streamed
+//! and not, and in Responses), and a wrong key raising `openai.AuthenticationError`. The mock
+//! model answers by what it is asked, and the test checks what it was sent. Skips with a printed
+//! reason only when the venv cannot be created.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -54,21 +55,42 @@ fn python() -> Result<PathBuf, String> {
     }
 }
 
+/// The chat requests the model received that match `pick`.
+fn requests_where(server: &MockServer, pick: impl Fn(&Value) -> bool) -> Vec<Value> {
+    server
+        .chat_requests()
+        .into_iter()
+        .filter(|r| pick(r))
+        .collect()
+}
+
 /// The last message of a chat request.
 fn last_message(req: &Value) -> &Value {
     req["messages"].as_array().unwrap().last().unwrap()
 }
 
-/// Answers by the question: "run the tool" calls the terminal, a tool result is summed up,
-/// anything else is echoed.
+/// Answers by the question: "run the tool" calls the terminal, "weather in Paris?" calls the
+/// client's own `get_weather` (when offered), a tool result is summed up, anything else is
+/// echoed.
 fn model() -> MockServer {
     MockServer::start(Script::responding(|req| {
         let last = last_message(req);
         let content = last["content"].as_str().unwrap_or_default();
         if last["role"] == "tool" {
+            if content.contains("sunny") {
+                return Turn::text("It is sunny in Paris.");
+            }
             return Turn::text("The tool ran.");
         }
+        let offered = |name: &str| {
+            req["tools"]
+                .as_array()
+                .is_some_and(|t| t.iter().any(|t| t["function"]["name"] == name))
+        };
         match content {
+            "weather in Paris?" if offered("get_weather") => {
+                Turn::tool("get_weather", json!({"city": "Paris"}))
+            }
             "run the tool" => Turn::tool("terminal", json!({"command": "echo sdk-tool-output"})),
             other => Turn::text(format!("You said: {other}")),
         }
@@ -214,6 +236,77 @@ fn the_openai_sdk_drives_chat_completions_and_responses() {
     assert_eq!(kinds.last(), Some(&"response.completed"));
     assert!(kinds.contains(&"response.output_text.delta"));
     assert!(kinds.contains(&"response.output_text.done"));
+
+    // The client's own tool: handed back, run by the client, its result sent to the model.
+    let tools = step("client_tools");
+    assert_eq!(tools["finish"], json!(["tool_calls", "stop"]));
+    assert_eq!(tools["name"], "get_weather");
+    assert_eq!(tools["arguments"], json!({"city": "Paris"}));
+    assert_eq!(tools["answer"], "It is sunny in Paris.");
+    let asked = requests_where(&server, |r| {
+        last_message(r)["content"] == "weather in Paris?"
+    });
+    let offered: Vec<&str> = asked[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(offered.contains(&"get_weather"), "{offered:?}");
+    assert!(
+        offered.contains(&"terminal"),
+        "ours are offered beside it: {offered:?}"
+    );
+    let get_weather = asked[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "get_weather")
+        .unwrap();
+    assert_eq!(
+        get_weather["function"]["description"],
+        "Current weather in a city"
+    );
+    assert_eq!(
+        get_weather["function"]["parameters"]["required"],
+        json!(["city"])
+    );
+    let answered = requests_where(&server, |r| {
+        last_message(r)["role"] == "tool"
+            && last_message(r)["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("\"city\": \"Paris\""))
+    });
+    assert_eq!(answered.len(), 1);
+    let messages = answered[0]["messages"].as_array().unwrap();
+    let n = messages.len();
+    assert_eq!(messages[n - 3]["content"], "weather in Paris?");
+    assert_eq!(
+        messages[n - 2]["tool_calls"][0]["function"]["name"],
+        "get_weather"
+    );
+    assert_eq!(
+        messages[n - 1]["tool_call_id"],
+        messages[n - 2]["tool_calls"][0]["id"]
+    );
+    assert_eq!(messages.iter().filter(|m| m["role"] == "system").count(), 1);
+
+    let streamed_tools = step("client_tools_stream");
+    assert_eq!(streamed_tools["finish"], "tool_calls");
+    assert_eq!(streamed_tools["calls"].as_array().unwrap().len(), 1);
+    assert_eq!(streamed_tools["calls"][0]["name"], "get_weather");
+    assert_eq!(
+        serde_json::from_str::<Value>(streamed_tools["calls"][0]["arguments"].as_str().unwrap())
+            .unwrap(),
+        json!({"city": "Paris"})
+    );
+    assert!(streamed_tools["calls"][0]["id"].as_str().is_some());
+
+    let responses_tools = step("responses_tools");
+    assert_eq!(responses_tools["name"], "get_weather");
+    assert_eq!(responses_tools["arguments"], json!({"city": "Paris"}));
+    assert_eq!(responses_tools["answer"], "It is sunny in Paris.");
+    assert_eq!(responses_tools["status"], "completed");
 
     assert_eq!(
         step("wrong_key"),

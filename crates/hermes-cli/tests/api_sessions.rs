@@ -434,6 +434,14 @@ fn a_streamed_session_turn_reports_its_tools() {
     };
     assert_eq!(data("tool.started")["tool_name"], "terminal");
     assert_eq!(data("tool.completed")["tool_name"], "terminal");
+    // The call's arguments travel with both, as in the Python Hermes.
+    let args = json!({"command": "echo streamed-tool-output"});
+    assert_eq!(data("tool.started")["args"], args);
+    assert_eq!(data("tool.completed")["args"], args);
+    assert_eq!(
+        data("tool.completed")["preview"],
+        data("tool.started")["preview"]
+    );
     let run = data("run.completed");
     let roles: Vec<&str> = run["messages"]
         .as_array()

@@ -85,6 +85,9 @@ pub struct Agent {
     compressor: Option<Compressor>,
     /// Stops a tool call repeated while it keeps failing (`agent.loop_guard`).
     loop_guard: crate::loop_guard::LoopGuardSettings,
+    /// Tools the API client defined: offered beside ours, their calls handed back to the
+    /// client instead of run ([`TurnResult::client_calls`]).
+    client_tools: Vec<ToolSchema>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -124,7 +127,31 @@ impl Agent {
             memory_provider: None,
             compressor: None,
             loop_guard: Default::default(),
+            client_tools: Vec::new(),
         }
+    }
+
+    /// Offers the client's own tools beside ours (the API server's `tools`). A client tool
+    /// named like one of ours replaces it for this agent: the client defined the contract of
+    /// its request, and one name must not mean two tools to the model.
+    pub fn set_client_tools(&mut self, tools: Vec<ToolSchema>) {
+        self.client_tools = tools;
+        self.refresh_schemas();
+    }
+
+    fn refresh_schemas(&mut self) {
+        let client = &self.client_tools;
+        self.schemas = self
+            .tools
+            .schemas()
+            .into_iter()
+            .filter(|s| !client.iter().any(|c| c.name == s.name))
+            .chain(client.iter().cloned())
+            .collect();
+    }
+
+    fn is_client_tool(&self, name: &str) -> bool {
+        self.client_tools.iter().any(|c| c.name == name)
     }
 
     /// Sets the loop guard's thresholds (`agent.loop_guard`; on by default).
@@ -171,7 +198,7 @@ impl Agent {
             });
         }
         let warnings = memory_provider::register_tools(provider.as_ref(), &mut self.tools);
-        self.schemas = self.tools.schemas();
+        self.refresh_schemas();
         self.memory_provider = Some(provider);
         Ok(warnings)
     }
@@ -290,6 +317,45 @@ impl Agent {
             sink,
             Message::user_with_images(user_content, images),
         );
+        self.run_loop(turn, user_message, sink, cancel, budget)
+            .await
+    }
+
+    /// Continues a turn the client interrupted to run its own tools: `history` ends with the
+    /// results of the [`TurnResult::client_calls`] it was handed; the model goes on from them.
+    pub async fn continue_turn(
+        &self,
+        mut history: Vec<Message>,
+        sink: &dyn EventSink,
+        cancel: CancellationToken,
+        budget: &Arc<IterationBudget>,
+    ) -> TurnResult {
+        history::close_dangling_tool_calls(&mut history);
+        // What the memory provider stores the answer against.
+        let user_message = history
+            .iter()
+            .rev()
+            .find(|m| m.role == hermes_protocol::Role::User)
+            .map(|m| m.content.clone())
+            .unwrap_or_default();
+        let turn = TurnResult {
+            messages: history,
+            ..TurnResult::default()
+        };
+        self.run_loop(turn, &user_message, sink, cancel, budget)
+            .await
+    }
+
+    /// The model-and-tools loop of a turn whose conversation is in `turn`.
+    async fn run_loop(
+        &self,
+        mut turn: TurnResult,
+        user_message: &str,
+        sink: &dyn EventSink,
+        cancel: CancellationToken,
+        budget: &Arc<IterationBudget>,
+    ) -> TurnResult {
+        let provider = self.memory_provider.as_deref();
         let ctx = self.tool_ctx.for_turn(cancel.clone(), Some(budget.clone()));
         let call = ModelCall {
             targets: &self.targets,
@@ -426,7 +492,14 @@ impl Agent {
             }
 
             let truncated = response.finish_reason == Some(FinishReason::Length);
-            let mut planned = self.plan_calls(&response.tool_calls, truncated);
+            // Calls of the client's tools go back to it; with cut-off arguments they are
+            // refused like ours.
+            let (client_calls, server_calls): (Vec<ToolCall>, Vec<ToolCall>) = response
+                .tool_calls
+                .iter()
+                .cloned()
+                .partition(|c| !truncated && self.is_client_tool(&c.name));
+            let mut planned = self.plan_calls(&server_calls, truncated);
             let all_invalid = planned
                 .iter()
                 .all(|p| matches!(p.action, Action::Reject(_)));
@@ -435,8 +508,12 @@ impl Agent {
                 &mut turn,
                 sink,
                 Message::assistant_with_tools(
-                    response.text,
-                    planned.iter().map(|p| p.call.clone()).collect(),
+                    response.text.clone(),
+                    planned
+                        .iter()
+                        .map(|p| p.call.clone())
+                        .chain(client_calls.iter().cloned())
+                        .collect(),
                 )
                 .with_reasoning(reasoning)
                 .with_reasoning_details(details),
@@ -454,11 +531,22 @@ impl Agent {
                 turn.end = TurnEnd::Interrupted;
                 break;
             }
+            if !client_calls.is_empty() {
+                // The client runs these and continues with their results (`continue_turn`).
+                turn.final_text = response.text.trim().to_string();
+                turn.client_calls = client_calls;
+                turn.end = TurnEnd::Completed;
+                break;
+            }
             if let Some(reason) = guard_stop {
                 turn.end = TurnEnd::failed(ErrorClass::ToolLoop, reason);
                 break;
             }
-            invalid_turns = if all_invalid { invalid_turns + 1 } else { 0 };
+            invalid_turns = if all_invalid && !planned.is_empty() {
+                invalid_turns + 1
+            } else {
+                0
+            };
             if invalid_turns >= MAX_INVALID_TOOL_TURNS {
                 let names: Vec<&str> = planned.iter().map(|p| p.call.name.as_str()).collect();
                 turn.end = TurnEnd::failed(
@@ -471,7 +559,9 @@ impl Agent {
                 break;
             }
         }
-        if let Some(provider) = provider.filter(|_| !turn.failed() && !turn.is_interrupted()) {
+        if let Some(provider) = provider
+            .filter(|_| !turn.failed() && !turn.is_interrupted() && turn.client_calls.is_empty())
+        {
             memory_provider::sync(provider, user_message, &turn.final_text, sink).await;
         }
         turn

@@ -70,6 +70,12 @@ pub const SESSION_ID_HEADER: &str = "x-hermes-session-id";
 /// Opt in to `event: hermes.tool.progress` SSE events (value `events`, `1` or `true`); without
 /// it tool progress travels as SSE comment lines, which every standard client skips.
 pub const TOOL_PROGRESS_HEADER: &str = "x-hermes-tool-progress";
+/// Python's `CHAT_COMPLETIONS_SSE_KEEPALIVE_SECONDS`: a stream silent this long (a slow tool,
+/// a long model call) gets a `: keepalive` comment, so proxies and clients with read timeouts
+/// keep the connection.
+pub const DEFAULT_SSE_KEEPALIVE: std::time::Duration = std::time::Duration::from_secs(30);
+/// The comment line sent on a silent stream; every SSE client skips it.
+pub const SSE_KEEPALIVE_LINE: &str = ": keepalive\n\n";
 /// Longest session id accepted in [`SESSION_ID_HEADER`].
 const MAX_SESSION_ID_LEN: usize = 256;
 
@@ -130,6 +136,11 @@ pub struct TurnInput {
     pub approver: Option<Approver>,
     /// The `model_routes` entry the request named as its model; `None`: the configured model.
     pub route: Option<ModelRoute>,
+    /// The client's own tools, offered beside ours ([`crate::client_tools`]).
+    pub tools: Vec<hermes_protocol::ToolSchema>,
+    /// Results of the client's tool calls: when present the turn continues from them and
+    /// `user` is unused.
+    pub tool_results: Vec<Message>,
 }
 
 /// The [`Interaction`](hermes_tools::Interaction) a turn asks for approvals.
@@ -162,6 +173,8 @@ pub struct TurnOutcome {
     /// What this turn added to it: the user message, assistant messages (with their tool
     /// calls), tool results.
     pub added: Vec<Message>,
+    /// Calls of the client's own tools the turn stopped at, for the client to run.
+    pub client_calls: Vec<hermes_protocol::ToolCall>,
 }
 
 /// A turn that could not start.
@@ -212,6 +225,8 @@ pub struct ApiServerConfig {
     pub backing: Backing,
     /// `model_routes`: aliases a request may name as its model, in order.
     pub model_routes: Vec<(String, ModelRoute)>,
+    /// `gateway.api_server.sse_keepalive`: silence after which a stream gets a keepalive.
+    pub sse_keepalive: std::time::Duration,
 }
 
 /// The gateway behind the resource routes; without a runtime, the session routes answer 503,
@@ -251,6 +266,7 @@ impl Default for ApiServerConfig {
             connections: listener::ConnectionLimits::default(),
             backing: Backing::default(),
             model_routes: Vec::new(),
+            sse_keepalive: DEFAULT_SSE_KEEPALIVE,
         }
     }
 }
@@ -800,16 +816,20 @@ pub(crate) async fn run_turn(
     outcome
 }
 
-/// An SSE answer fed by `rx`: the body owns `guard`, so a client that disconnects drops the
-/// body and cancels the turn.
+/// An SSE answer fed by `rx`, with a keepalive comment after `keepalive` of silence: the body
+/// owns `guard`, so a client that disconnects drops the body and cancels the turn.
 pub(crate) fn sse_response(
     rx: mpsc::UnboundedReceiver<String>,
     guard: tokio_util::sync::DropGuard,
+    keepalive: std::time::Duration,
 ) -> Response {
-    let stream = futures_util::stream::unfold((rx, guard), |(mut rx, guard)| async move {
-        rx.recv()
-            .await
-            .map(|chunk| (Ok::<_, std::convert::Infallible>(chunk), (rx, guard)))
+    let stream = futures_util::stream::unfold((rx, guard), move |(mut rx, guard)| async move {
+        let chunk = match tokio::time::timeout(keepalive, rx.recv()).await {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => return None,
+            Err(_silent) => SSE_KEEPALIVE_LINE.to_string(),
+        };
+        Some((Ok::<_, std::convert::Infallible>(chunk), (rx, guard)))
     });
     let mut response = Response::new(Body::from_stream(stream));
     let h = response.headers_mut();

@@ -7,6 +7,7 @@
 
 pub mod api_server;
 pub mod chat;
+pub mod client_tools;
 pub mod outcome;
 pub mod pairing;
 pub mod platform;

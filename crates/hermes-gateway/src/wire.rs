@@ -26,7 +26,7 @@ pub struct BadRequest {
 }
 
 impl BadRequest {
-    fn new(message: impl Into<String>, param: impl Into<String>) -> Self {
+    pub(crate) fn new(message: impl Into<String>, param: impl Into<String>) -> Self {
         BadRequest {
             message: message.into(),
             param: Some(param.into()),
@@ -50,10 +50,16 @@ pub struct ChatRequest {
     pub model: Option<String>,
     /// Every `system` message joined by newlines: appended to the agent's own system prompt.
     pub system: Option<String>,
-    /// The `user` and `assistant` messages before the last one.
+    /// The `user`, `assistant` and `tool` messages before the last user message (or before
+    /// the trailing tool results).
     pub history: Vec<Message>,
-    /// The last message, which must be the user's.
+    /// The last user message ("" when the request ends with tool results).
     pub user: String,
+    /// The client's own tools ([`crate::client_tools`]).
+    pub tools: Vec<hermes_protocol::ToolSchema>,
+    /// The results of the client's tool calls the request ends with: the turn continues from
+    /// them instead of a new user message.
+    pub tool_results: Vec<Message>,
     /// The images of the last message.
     pub images: Vec<Image>,
     pub stream: bool,
@@ -61,8 +67,9 @@ pub struct ChatRequest {
     pub include_usage: bool,
 }
 
-/// Reads a chat-completions body. `tool` messages and unknown roles are left out, as the
-/// Python Hermes does: the agent runs its own tools.
+/// Reads a chat-completions body. Assistant `tool_calls` and `tool` messages are kept (the
+/// client's own tools, [`crate::client_tools`]); unknown roles are left out. The last message
+/// is the user's, or the results of the client's tool calls.
 pub fn parse_chat_request(body: &[u8]) -> Result<ChatRequest, BadRequest> {
     let value: Value = serde_json::from_slice(body).map_err(|e| BadRequest {
         message: format!("Invalid JSON in request body: {e}"),
@@ -120,9 +127,64 @@ pub fn parse_chat_request(body: &[u8]) -> Result<ChatRequest, BadRequest> {
                 });
             }
             "user" => conversation.push(Message::user_with_images(content, images)),
-            "assistant" => conversation.push(Message::assistant(content)),
+            "assistant" => {
+                let calls = crate::client_tools::parse_assistant_calls(
+                    m.get("tool_calls"),
+                    &format!("messages[{i}].tool_calls"),
+                )?;
+                conversation.push(Message::assistant_with_tools(content, calls));
+            }
+            "tool" => {
+                let id = m
+                    .get("tool_call_id")
+                    .and_then(Value::as_str)
+                    .filter(|id| !id.is_empty())
+                    .ok_or_else(|| {
+                        BadRequest::new(
+                            format!("messages[{i}] is a tool message without 'tool_call_id'"),
+                            format!("messages[{i}].tool_call_id"),
+                        )
+                    })?;
+                let name = crate::client_tools::call_name(&conversation, id);
+                conversation.push(Message::tool_result(id, name, content));
+            }
             _ => {}
         }
+    }
+    let tools = crate::client_tools::parse_tools(
+        obj.get("tools"),
+        obj.get("tool_choice"),
+        crate::client_tools::Dialect::ChatCompletions,
+    )?;
+    let trailing_results = conversation
+        .iter()
+        .rev()
+        .take_while(|m| m.role == hermes_protocol::Role::Tool)
+        .count();
+    // A tool message inside the conversation that answers none of its calls is left out (the
+    // Python Hermes left out every tool message); trailing ones may answer calls of the stored
+    // session the request continues.
+    let body_len = conversation.len() - trailing_results;
+    let mut index = 0;
+    conversation.retain(|m| {
+        index += 1;
+        index > body_len
+            || m.role != hermes_protocol::Role::Tool
+            || m.name.as_deref().is_some_and(|n| !n.is_empty())
+    });
+    if trailing_results > 0 {
+        let tool_results = conversation.split_off(conversation.len() - trailing_results);
+        return Ok(ChatRequest {
+            model,
+            system,
+            history: conversation,
+            user: String::new(),
+            tools,
+            tool_results,
+            images: Vec::new(),
+            stream,
+            include_usage,
+        });
     }
     let last = conversation.pop();
     let (user, images) = match last {
@@ -144,6 +206,8 @@ pub fn parse_chat_request(body: &[u8]) -> Result<ChatRequest, BadRequest> {
         system,
         history: conversation,
         user,
+        tools,
+        tool_results: Vec::new(),
         images,
         stream,
         include_usage,
@@ -277,6 +341,31 @@ impl Completion {
         })
     }
 
+    /// The non-streamed answer that hands calls of the client's own tools back to it.
+    pub fn tool_calls_answer(
+        &self,
+        text: &str,
+        calls: &[hermes_protocol::ToolCall],
+        usage: &Usage,
+    ) -> Value {
+        json!({
+            "id": self.id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": if text.is_empty() { Value::Null } else { Value::from(text) },
+                    "tool_calls": crate::client_tools::chat_tool_calls(calls),
+                },
+                "finish_reason": "tool_calls",
+            }],
+            "usage": usage_json(usage),
+        })
+    }
+
     /// One `chat.completion.chunk` with `delta` and `finish_reason`.
     pub fn chunk(&self, delta: Value, finish_reason: Option<&str>) -> Value {
         json!({
@@ -359,7 +448,7 @@ mod tests {
             {"role":"system","content":"Be brief."},
             {"role":"user","content":"hi"},
             {"role":"assistant","content":"hello"},
-            {"role":"tool","content":"ignored","tool_call_id":"x"},
+            {"role":"tool","content":"answers no call","tool_call_id":"x"},
             {"role":"system","content":[{"type":"text","text":"Second."}]},
             {"role":"user","content":[{"type":"text","text":"what now?"}]}
         ],"stream":true,"stream_options":{"include_usage":true}}"#;
@@ -372,6 +461,26 @@ mod tests {
         );
         assert_eq!(r.user, "what now?");
         assert!(r.stream && r.include_usage);
+        assert!(r.tools.is_empty() && r.tool_results.is_empty());
+    }
+
+    #[test]
+    fn a_conversation_ending_in_tool_results_continues_from_them() {
+        let body = br#"{"messages":[
+            {"role":"user","content":"weather?"},
+            {"role":"assistant","content":null,"tool_calls":[
+                {"id":"c1","type":"function","function":{"name":"get_weather","arguments":"{}"}}]},
+            {"role":"tool","tool_call_id":"c1","content":"sunny"}
+        ],"tools":[{"type":"function","function":{"name":"get_weather"}}]}"#;
+        let r = parse_chat_request(body).unwrap();
+        assert_eq!(r.user, "");
+        assert_eq!(r.tools.len(), 1);
+        assert_eq!(r.history.len(), 2);
+        assert_eq!(r.history[1].tool_calls[0].name, "get_weather");
+        assert_eq!(
+            r.tool_results,
+            vec![Message::tool_result("c1", "get_weather", "sunny")]
+        );
     }
 
     #[test]

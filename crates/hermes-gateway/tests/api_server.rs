@@ -128,6 +128,7 @@ impl TurnRunner for Fake {
                     .unwrap_or_else(|| "20260101_000000_abc".into()),
             ),
             conversation,
+            client_calls: Vec::new(),
             added,
         })
     }
@@ -559,8 +560,7 @@ async fn a_session_header_continues_a_stored_session() {
             user: "hello".into(),
             images: Vec::new(),
             session: Some("20250101_000000_old".into()),
-            approver: None,
-            route: None,
+            ..TurnInput::default()
         }
     );
     // Streamed: the header is on the answer before the turn runs.

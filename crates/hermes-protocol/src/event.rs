@@ -112,6 +112,9 @@ pub struct TurnResult {
     pub usage: Usage,
     /// Estimated cost in USD, when the model's prices are known.
     pub cost_usd: Option<f64>,
+    /// Calls of tools the client defined (API server): the turn stopped to hand them back;
+    /// the client runs them and continues the conversation with their results.
+    pub client_calls: Vec<crate::ToolCall>,
 }
 
 impl TurnResult {

@@ -44,6 +44,8 @@ pub struct TurnReport {
     pub usage: Usage,
     /// Estimated cost in USD, when the model's prices are known.
     pub cost_usd: Option<f64>,
+    /// Calls of the client's own tools the turn stopped at (see [`Session::set_client_tools`]).
+    pub client_calls: Vec<hermes_protocol::ToolCall>,
 }
 
 impl TurnReport {
@@ -222,6 +224,58 @@ impl Session {
                 &budget,
             )
             .await;
+        self.finish_turn(before, result)
+    }
+
+    /// Offers the API client's own tools beside ours for the turns of this session; calls of
+    /// them end a turn with [`TurnReport::client_calls`].
+    pub fn set_client_tools(&mut self, tools: Vec<hermes_protocol::ToolSchema>) {
+        self.agent.set_client_tools(tools);
+    }
+
+    /// Continues after the client ran its tools: `results` (their `tool` messages) are
+    /// recorded and appended, then the model goes on.
+    pub async fn continue_with_tool_results(
+        &mut self,
+        results: Vec<Message>,
+        sink: &dyn EventSink,
+        cancel: CancellationToken,
+    ) -> TurnReport {
+        let mut history = std::mem::take(&mut self.history);
+        for mut m in results {
+            // A `tool` message names only its call; the tool's name is on the call.
+            if m.name.as_deref().is_none_or(str::is_empty)
+                && let Some(id) = m.tool_call_id.as_deref()
+            {
+                m.name = history
+                    .iter()
+                    .rev()
+                    .flat_map(|h| h.tool_calls.iter())
+                    .find(|c| c.id == id)
+                    .map(|c| c.name.clone());
+            }
+            // Recorded, not echoed to `sink`: the client sent it, it is not this turn's output.
+            self.recorder
+                .emit(hermes_protocol::AgentEvent::MessageAdded(m.clone()));
+            history.push(m);
+        }
+        // Placeholders a reload of the stored session gave these calls make way for them now,
+        // so `before` counts what the model will see.
+        hermes_core::close_dangling_tool_calls(&mut history);
+        let before = history.len();
+        let tee = Tee(&self.recorder, sink);
+        let budget = Arc::new(hermes_core::IterationBudget::new(
+            self.agent.options().max_turns,
+        ));
+        let result = self
+            .agent
+            .continue_turn(history, &tee, cancel, &budget)
+            .await;
+        self.finish_turn(before, result)
+    }
+
+    /// Keeps the conversation a turn left and reports what it added.
+    fn finish_turn(&mut self, before: usize, result: hermes_protocol::TurnResult) -> TurnReport {
         let unfinished = self.recorder.end_turn(&result);
         self.history = result.messages;
         self.history.extend(unfinished);
@@ -234,6 +288,7 @@ impl Session {
             end: result.end,
             usage: result.usage,
             cost_usd: result.cost_usd,
+            client_calls: result.client_calls,
         }
     }
 

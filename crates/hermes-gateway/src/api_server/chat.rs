@@ -87,6 +87,8 @@ fn turn_input(r: &ChatRequest, session: Option<String>) -> TurnInput {
         session,
         approver: None,
         route: None,
+        tools: r.tools.clone(),
+        tool_results: r.tool_results.clone(),
     }
 }
 
@@ -103,6 +105,14 @@ async fn answered(
     };
     let mut response = match turn_error_response(&outcome.end) {
         Some(r) => r,
+        None if !outcome.client_calls.is_empty() => json_response(
+            StatusCode::OK,
+            completion.tool_calls_answer(
+                &outcome.final_text,
+                &outcome.client_calls,
+                &outcome.usage,
+            ),
+        ),
         None => json_response(
             StatusCode::OK,
             completion.answer(
@@ -163,6 +173,15 @@ fn streamed(
     tokio::spawn(async move {
         let _permit = permit;
         let outcome = runner.run(input, events, turn_cancel).await;
+        if let Ok(o) = &outcome
+            && !o.client_calls.is_empty()
+        {
+            let deltas = crate::client_tools::chat_tool_call_deltas(&o.client_calls);
+            let _ = tx.send(wire::sse(
+                None,
+                &completion.chunk(json!({"tool_calls": deltas}), None),
+            ));
+        }
         let _ = tx.send(wire::sse(None, &last_chunk(&completion, &outcome)));
         if include_usage {
             let usage = outcome.map(|o| o.usage).unwrap_or_default();
@@ -170,7 +189,7 @@ fn streamed(
         }
         let _ = tx.send(wire::SSE_DONE.to_string());
     });
-    let mut response = sse_response(rx, cancel.drop_guard());
+    let mut response = sse_response(rx, cancel.drop_guard(), s.config.sse_keepalive);
     // The session of a continued conversation is known before the turn runs.
     set_session_header(&mut response, session.as_deref());
     response
@@ -188,6 +207,7 @@ fn last_chunk(completion: &Completion, outcome: &Result<TurnOutcome, super::Runn
             "error",
             Some((e.to_string(), "server_error", "agent_error")),
         ),
+        Ok(o) if !o.client_calls.is_empty() => ("tool_calls", None),
         Ok(o) => (
             outcome::finish_reason(&o.end),
             outcome::error_shape(&o.end).map(|shape| {

@@ -33,10 +33,14 @@ const TRUNCATED_HISTORY: usize = 100;
 pub struct ResponsesRequest {
     pub model: Option<String>,
     pub instructions: Option<String>,
-    /// The input messages before the last one.
+    /// The input messages before the last user message (or the trailing tool outputs).
     pub input_history: Vec<Message>,
-    /// The last input message.
+    /// The last input message ("" when the input ends with `function_call_output` items).
     pub user: String,
+    /// The client's own `function` tools ([`crate::client_tools`]).
+    pub tools: Vec<hermes_protocol::ToolSchema>,
+    /// The `function_call_output` items the input ends with: the turn continues from them.
+    pub tool_results: Vec<Message>,
     /// Its images.
     pub images: Vec<hermes_protocol::Image>,
     pub previous_response_id: Option<String>,
@@ -95,12 +99,30 @@ pub fn parse_request(body: &[u8]) -> Result<ResponsesRequest, BadRequest> {
                 match item {
                     Value::String(s) => messages.push(Message::user(s.clone())),
                     Value::Object(o) => {
-                        // Tool items of an earlier answer: the agent ran those tools itself.
-                        if matches!(
-                            o.get("type").and_then(Value::as_str),
-                            Some("function_call" | "function_call_output" | "reasoning")
-                        ) {
-                            continue;
+                        match o.get("type").and_then(Value::as_str) {
+                            Some("reasoning") => continue,
+                            Some("function_call") => {
+                                function_call_input(&mut messages, o, &param)?;
+                                continue;
+                            }
+                            Some("function_call_output") => {
+                                let call_id = o
+                                    .get("call_id")
+                                    .and_then(Value::as_str)
+                                    .filter(|id| !id.is_empty())
+                                    .ok_or_else(|| {
+                                        bad(format!("{param} needs a 'call_id'"), &param)
+                                    })?;
+                                let output = match o.get("output") {
+                                    Some(Value::String(s)) => s.clone(),
+                                    None | Some(Value::Null) => String::new(),
+                                    Some(other) => other.to_string(),
+                                };
+                                let name = crate::client_tools::call_name(&messages, call_id);
+                                messages.push(Message::tool_result(call_id, name, output));
+                                continue;
+                            }
+                            _ => {}
                         }
                         let role = o.get("role").and_then(Value::as_str).unwrap_or("user");
                         let (content, images) = crate::wire::content_of(o.get("content"))
@@ -135,7 +157,19 @@ pub fn parse_request(body: &[u8]) -> Result<ResponsesRequest, BadRequest> {
         }
         Some(_) => return Err(bad("'input' must be a string or array", "input")),
     }
+    let tools = crate::client_tools::parse_tools(
+        obj.get("tools"),
+        obj.get("tool_choice"),
+        crate::client_tools::Dialect::Responses,
+    )?;
+    let trailing_results = messages
+        .iter()
+        .rev()
+        .take_while(|m| m.role == Role::Tool)
+        .count();
+    let tool_results = messages.split_off(messages.len() - trailing_results);
     let (user, images) = match messages.pop() {
+        _ if !tool_results.is_empty() => (String::new(), Vec::new()),
         Some(m)
             if m.role == Role::User && (!m.content.trim().is_empty() || !m.images.is_empty()) =>
         {
@@ -196,6 +230,8 @@ pub fn parse_request(body: &[u8]) -> Result<ResponsesRequest, BadRequest> {
         instructions,
         input_history: messages,
         user,
+        tools,
+        tool_results,
         images,
         previous_response_id,
         conversation_history,
@@ -203,6 +239,35 @@ pub fn parse_request(body: &[u8]) -> Result<ResponsesRequest, BadRequest> {
         stream: flag("stream", false)?,
         truncate,
     })
+}
+
+/// A `function_call` input item (a call of the client's tool from an earlier answer, replayed
+/// by a client that keeps the conversation itself): joins the assistant message before it.
+fn function_call_input(
+    messages: &mut Vec<Message>,
+    o: &serde_json::Map<String, Value>,
+    param: &str,
+) -> Result<(), BadRequest> {
+    let text = |k: &str| o.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let call = hermes_protocol::ToolCall {
+        id: text("call_id"),
+        name: text("name"),
+        arguments: match o.get("arguments") {
+            Some(Value::String(s)) => s.clone(),
+            _ => "{}".into(),
+        },
+    };
+    if call.id.is_empty() || call.name.is_empty() {
+        return Err(bad(
+            format!("{param} needs a 'call_id' and a 'name'"),
+            param,
+        ));
+    }
+    match messages.last_mut() {
+        Some(last) if last.role == Role::Assistant => last.tool_calls.push(call),
+        _ => messages.push(Message::assistant_with_tools("", vec![call])),
+    }
+    Ok(())
 }
 
 /// What every event and the final object of one response share.
@@ -288,7 +353,10 @@ fn message_item(id: &str, status: &str, text: &str) -> Value {
 /// The output of a finished turn: its tool items, then the final message.
 fn output_items(outcome: &TurnOutcome, message_id: &str) -> Vec<Value> {
     let mut items: Vec<Value> = outcome.added.iter().flat_map(tool_items).collect();
-    items.push(message_item(message_id, "completed", &outcome.final_text));
+    // A turn handing calls back to the client has a message only when the model said something.
+    if outcome.client_calls.is_empty() || !outcome.final_text.is_empty() {
+        items.push(message_item(message_id, "completed", &outcome.final_text));
+    }
     items
 }
 
@@ -334,6 +402,8 @@ pub(crate) fn turn_of(
         session,
         approver: None,
         route: s.route(r.model.as_deref()),
+        tools: r.tools.clone(),
+        tool_results: r.tool_results.clone(),
     };
     Ok((input, instructions))
 }
@@ -625,7 +695,7 @@ fn streamed(
         finish_stream(&shared, &mut st, &envelope, outcome);
         st.tx = None;
     });
-    sse_response(rx, cancel.drop_guard())
+    sse_response(rx, cancel.drop_guard(), s.config.sse_keepalive)
 }
 
 /// The last events of a streamed response: `response.completed` (stored), or
@@ -693,9 +763,17 @@ mod tests {
         )
         .unwrap();
         assert_eq!(r.instructions.as_deref(), Some("Rule."));
+        let call = hermes_protocol::ToolCall {
+            id: "c".into(),
+            name: "x".into(),
+            arguments: "{}".into(),
+        };
         assert_eq!(
             r.input_history,
-            vec![Message::user("a"), Message::assistant("b")]
+            vec![
+                Message::user("a"),
+                Message::assistant_with_tools("b", vec![call])
+            ]
         );
         assert_eq!(r.user, "c");
         assert!(!r.store && r.stream);

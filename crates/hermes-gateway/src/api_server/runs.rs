@@ -364,7 +364,7 @@ pub(crate) async fn events(
             }
         }
     });
-    sse_response(rx, gone.drop_guard())
+    sse_response(rx, gone.drop_guard(), s.config.sse_keepalive)
 }
 
 pub(crate) async fn approval(

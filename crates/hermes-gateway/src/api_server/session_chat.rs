@@ -75,8 +75,7 @@ fn turn_of(body: &Map<String, Value>, session: &str) -> Result<TurnInput, Box<Re
         user,
         images,
         session: Some(session.to_string()),
-        approver: None,
-        route: None,
+        ..TurnInput::default()
     })
 }
 
@@ -192,7 +191,7 @@ pub(crate) async fn chat_stream(
         finish(&events, &message_id, outcome);
         events.send("done", json!({}));
     });
-    let mut response = sse_response(rx, cancel.drop_guard());
+    let mut response = sse_response(rx, cancel.drop_guard(), s.config.sse_keepalive);
     set_session_header(&mut response, Some(&id));
     response
 }
@@ -246,10 +245,28 @@ fn finish(events: &Events, message_id: &str, outcome: Result<TurnOutcome, Runner
 }
 
 /// Answer text as `assistant.delta`, tool calls as `tool.started` then `tool.completed` (or
-/// `tool.failed`), reasoning as `tool.progress` of `_thinking`, as the Python Hermes sends them.
+/// `tool.failed`) with the call's arguments, reasoning as `tool.progress` of `_thinking`, as
+/// the Python Hermes sends them.
 fn sink(events: Arc<Events>, message_id: String) -> Arc<dyn EventSink> {
-    let previews: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+    // Per call in flight: its id, preview and arguments (known from the assistant message
+    // that asked for it, which is added before the call starts).
+    let calls: Mutex<Vec<(String, String, Value)>> = Mutex::new(Vec::new());
+    let args_of = |m: &hermes_protocol::ToolCall| {
+        serde_json::from_str::<Value>(&m.arguments)
+            .unwrap_or_else(|_| Value::String(m.arguments.clone()))
+    };
     Arc::new(move |event: AgentEvent| match event {
+        AgentEvent::MessageAdded(m) if !m.tool_calls.is_empty() => {
+            if let Ok(mut c) = calls.lock() {
+                // Calls that never started (refused before running) are dropped here.
+                c.clear();
+                c.extend(
+                    m.tool_calls
+                        .iter()
+                        .map(|t| (t.id.clone(), String::new(), args_of(t))),
+                );
+            }
+        }
         AgentEvent::TextDelta(delta) if !delta.is_empty() => {
             events.send(
                 "assistant.delta",
@@ -267,24 +284,31 @@ fn sink(events: Arc<Events>, message_id: String) -> Arc<dyn EventSink> {
             name,
             preview,
         } => {
-            if let Ok(mut p) = previews.lock() {
-                p.push((call_id, preview.clone()));
-            }
+            let args = calls.lock().ok().and_then(|mut c| {
+                let entry = c.iter_mut().find(|(id, ..)| *id == call_id)?;
+                entry.1 = preview.clone();
+                Some(entry.2.clone())
+            });
             events.send(
                 "tool.started",
-                json!({"message_id": message_id, "tool_name": name, "preview": preview, "args": null}),
+                json!({"message_id": message_id, "tool_name": name, "preview": preview, "args": args}),
             );
         }
         AgentEvent::ToolFinished {
             call_id, name, ok, ..
         } => {
-            let preview = previews.lock().ok().and_then(|mut p| {
-                let i = p.iter().position(|(id, _)| *id == call_id)?;
-                Some(p.remove(i).1)
-            });
+            let (preview, args) = calls
+                .lock()
+                .ok()
+                .and_then(|mut c| {
+                    let i = c.iter().position(|(id, ..)| *id == call_id)?;
+                    let (_, preview, args) = c.remove(i);
+                    Some((Some(preview), args))
+                })
+                .unwrap_or((None, Value::Null));
             events.send(
                 if ok { "tool.completed" } else { "tool.failed" },
-                json!({"message_id": message_id, "tool_name": name, "preview": preview, "args": null}),
+                json!({"message_id": message_id, "tool_name": name, "preview": preview, "args": args}),
             );
         }
         _ => {}
