@@ -348,22 +348,13 @@ impl Completion {
         calls: &[hermes_protocol::ToolCall],
         usage: &Usage,
     ) -> Value {
-        json!({
-            "id": self.id,
-            "object": "chat.completion",
-            "created": self.created,
-            "model": self.model,
-            "choices": [{
-                "index": 0,
-                "message": {
-                    "role": "assistant",
-                    "content": if text.is_empty() { Value::Null } else { Value::from(text) },
-                    "tool_calls": crate::client_tools::chat_tool_calls(calls),
-                },
-                "finish_reason": "tool_calls",
-            }],
-            "usage": usage_json(usage),
-        })
+        let mut answer = self.answer(text, "tool_calls", usage);
+        let message = &mut answer["choices"][0]["message"];
+        if text.is_empty() {
+            message["content"] = Value::Null;
+        }
+        message["tool_calls"] = crate::client_tools::chat_tool_calls(calls);
+        answer
     }
 
     /// One `chat.completion.chunk` with `delta` and `finish_reason`.
