@@ -137,6 +137,7 @@ fn skills_toolsets_and_detailed_health_are_listed() {
         "session_fork",
         "skills_api",
         "jobs_admin",
+        "client_tools",
     ] {
         assert_eq!(v["features"][feature], true, "{feature}");
     }

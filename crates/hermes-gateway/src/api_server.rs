@@ -625,6 +625,9 @@ async fn capabilities(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Respo
                 "audio_api": false,
                 "realtime_voice": false,
                 "session_continuity_header": "X-Hermes-Session-Id",
+                // Beyond the Python Hermes: tools defined by the client, handed back to it.
+                "client_tools": true,
+                "sse_keepalive_seconds": s.config.sse_keepalive.as_secs_f64(),
                 "cors": s.browser.cors_enabled(),
             },
             "endpoints": {
