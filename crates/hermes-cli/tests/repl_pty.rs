@@ -153,7 +153,10 @@ fn no_color_and_a_narrow_terminal_get_plain_fitted_output() {
     let server = MockServer::start(Script::new(vec![
         Reply::text("Reasoned answer with a table:\n\n| name | description |\n|---|---|\n| alpha | the first letter of the Greek alphabet, used everywhere |\n")
             .with_reasoning("Let me think about letters.")
-            .with_delay_ms(1500)
+            // The spinner shows only while the model is silent, and each look at the screen
+            // spawns `tmux capture-pane`: on a loaded machine a spawn alone has taken longer
+            // than 1.5 s, the spinner came and went unseen and the test timed out.
+            .with_delay_ms(4000)
             .into(),
         Turn::tool("read_file", json!({"path": "notes.txt"})),
         Turn::text("Read it."),
