@@ -153,10 +153,7 @@ fn no_color_and_a_narrow_terminal_get_plain_fitted_output() {
     let server = MockServer::start(Script::new(vec![
         Reply::text("Reasoned answer with a table:\n\n| name | description |\n|---|---|\n| alpha | the first letter of the Greek alphabet, used everywhere |\n")
             .with_reasoning("Let me think about letters.")
-            // The spinner shows only while the model is silent, and each look at the screen
-            // spawns `tmux capture-pane`: on a loaded machine a spawn alone has taken longer
-            // than 1.5 s, the spinner came and went unseen and the test timed out.
-            .with_delay_ms(4000)
+            .with_delay_ms(1500)
             .into(),
         Turn::tool("read_file", json!({"path": "notes.txt"})),
         Turn::text("Read it."),
@@ -219,6 +216,9 @@ fn no_color_and_a_narrow_terminal_get_plain_fitted_output() {
         "NO_COLOR: no colours or bold: {styled:?}"
     );
     tmux.press("C-c");
+    // As a user does: the second Ctrl-C after the hint. Sent at once, it could arrive while
+    // the editor was being set up again and be lost, which made this test flaky under load.
+    tmux.wait_for("Ctrl-C again to exit");
     tmux.press("C-c");
     let screen = tmux.wait_for("[exit 130]");
     assert!(screen.contains("Goodbye"), "{screen}");
