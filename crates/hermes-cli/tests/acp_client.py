@@ -4,8 +4,9 @@ for the Rust test (acp_client.rs) to check.
 
 usage: acp_client.py HERMES_BIN WORKDIR
 
-Steps: initialize; a new session in WORKDIR; a prompt whose turn edits notes.txt (the tool
-call and its diff); a dangerous command denied, then the same command allowed once; a slow
+Steps: initialize (offering the editor's file system); a new session in WORKDIR; a prompt
+whose turn edits notes.txt through the editor (the tool call and its diff); a read of an
+unsaved editor buffer; a dangerous command denied, then the same command allowed once; a slow
 answer cancelled; then a second `hermes acp` loads the stored session and replays it.
 """
 
@@ -16,7 +17,14 @@ import sys
 
 import acp
 from acp import spawn_agent_process, text_block
-from acp.schema import AllowedOutcome, ClientCapabilities, DeniedOutcome, RequestPermissionResponse
+from acp.schema import (
+    AllowedOutcome,
+    ClientCapabilities,
+    FileSystemCapabilities,
+    ReadTextFileResponse,
+    RequestPermissionResponse,
+    WriteTextFileResponse,
+)
 
 
 def dump(value):
@@ -37,6 +45,9 @@ class Editor:
         self.permissions = []
         self.answers = []
         self.first_chunk = asyncio.Event()
+        # Unsaved editor buffers by path, and the fs/* requests the agent made.
+        self.buffers = {}
+        self.fs = []
 
     async def request_permission(self, session_id, tool_call, options, **kwargs):
         self.permissions.append(
@@ -53,11 +64,19 @@ class Editor:
         if u.get("sessionUpdate") == "agent_message_chunk":
             self.first_chunk.set()
 
-    async def write_text_file(self, *args, **kwargs):
-        raise acp.RequestError.method_not_found("fs/write_text_file")
+    async def write_text_file(self, session_id, path, content, **kwargs):
+        # An editor saves what the agent wrote; the test reads it back from the disk.
+        self.fs.append({"op": "write", "path": path, "content": content})
+        with open(path, "w") as f:
+            f.write(content)
+        return WriteTextFileResponse()
 
-    async def read_text_file(self, *args, **kwargs):
-        raise acp.RequestError.method_not_found("fs/read_text_file")
+    async def read_text_file(self, session_id, path, line=None, limit=None, **kwargs):
+        self.fs.append({"op": "read", "path": path, "line": line, "limit": limit})
+        if path in self.buffers:
+            return ReadTextFileResponse(content=self.buffers[path])
+        with open(path) as f:
+            return ReadTextFileResponse(content=f.read())
 
     def take(self):
         out, self.updates = self.updates, []
@@ -74,7 +93,9 @@ async def first_connection(hermes, workdir, env):
     async with spawn_agent_process(editor, hermes, "acp", env=env, cwd=workdir) as (conn, _proc):
         init = await conn.initialize(
             protocol_version=acp.PROTOCOL_VERSION,
-            client_capabilities=ClientCapabilities(),
+            client_capabilities=ClientCapabilities(
+                fs=FileSystemCapabilities(read_text_file=True, write_text_file=True)
+            ),
         )
         emit("initialize", response=dump(init))
 
@@ -83,8 +104,13 @@ async def first_connection(hermes, workdir, env):
         emit("new_session", response=dump(new), updates=editor.take())
 
         resp, updates = await prompt(conn, editor, sid, "edit the notes")
-        emit("edit", response=resp, updates=updates,
+        emit("edit", response=resp, updates=updates, fs=editor.fs,
              notes=open(os.path.join(workdir, "notes.txt")).read())
+        editor.fs = []
+
+        editor.buffers[os.path.join(workdir, "draft.txt")] = "unsaved line one\nunsaved line two\n"
+        resp, updates = await prompt(conn, editor, sid, "read the draft")
+        emit("read", response=resp, updates=updates, fs=editor.fs)
 
         editor.answers = ["deny"]
         resp, updates = await prompt(conn, editor, sid, "remove the victim")

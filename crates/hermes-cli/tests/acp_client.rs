@@ -1,7 +1,8 @@
 //! `hermes acp` driven by the official ACP Python client library (PyPI `agent-client-protocol`,
 //! module `acp`, in the venv `scripts/setup-acp` installs in the user's cache, or
 //! `HERMES_ACP_PYTHON`) through the script `acp_client.py`: a session whose turn edits a file
-//! (the tool call's kind, title, location, and the old/new diff), a dangerous command denied
+//! through the editor's `fs/write_text_file` (the tool call's kind, title, location, and the
+//! old/new diff), a read of an unsaved editor buffer through `fs/read_text_file`, a dangerous command denied
 //! (it did not run) and then allowed once (it ran), a streamed answer cancelled (stop reason
 //! `cancelled`), a mode switch, and a second `hermes acp` loading the stored session (its
 //! history replayed) and continuing it. The mock model answers by what it is asked, and the
@@ -84,6 +85,7 @@ fn model() -> MockServer {
             )
             .with_reasoning("The notes need new text.")
             .into(),
+            "read the draft" => Turn::tool("read_file", json!({"path": "draft.txt"})),
             "remove the victim" | "remove the victim again" => {
                 Turn::tool("terminal", json!({"command": "rm -rf victim"}))
             }
@@ -202,6 +204,30 @@ fn the_acp_python_client_drives_edits_permissions_cancel_and_load() {
         json!([{"type": "diff", "path": notes, "oldText": "old text\n", "newText": "new text\n"}])
     );
 
+    // The write went through the editor's fs/write_text_file.
+    assert_eq!(
+        edit["fs"],
+        json!([{"op": "write", "path": notes, "content": "new text\n"}])
+    );
+
+    // A read of an unsaved buffer: the editor's text reached the model, numbered.
+    let read = step("read");
+    let draft = work.join("draft.txt").to_string_lossy().to_string();
+    assert_eq!(
+        read["fs"],
+        json!([{"op": "read", "path": draft, "line": 1, "limit": 500}])
+    );
+    assert!(!work.join("draft.txt").exists());
+    let requests = server.chat_requests();
+    let result = requests
+        .iter()
+        .find(|r| last_user(r) == "read the draft" && last_message(r)["role"] == "tool")
+        .map(|r| last_message(r)["content"].as_str().unwrap().to_string())
+        .expect("the read's result went to the model");
+    let result: Value = serde_json::from_str(&result).unwrap();
+    assert_eq!(result["content"], "1|unsaved line one\n2|unsaved line two");
+    assert_eq!(of_kind(&read["updates"], "tool_call")[0]["kind"], "read");
+
     // Denied: asked with Hermes's choices, the command did not run.
     let denied = step("denied");
     assert_eq!(denied["victim_exists"], true);
@@ -255,6 +281,7 @@ fn the_acp_python_client_drives_edits_permissions_cancel_and_load() {
             .collect::<Vec<_>>(),
         [
             "edit the notes",
+            "read the draft",
             "remove the victim",
             "remove the victim again",
             "tell a long story"

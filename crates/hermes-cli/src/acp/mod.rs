@@ -6,8 +6,11 @@
 //!
 //! What each request does: [`sessions`] (building and running sessions, modes, the model
 //! selector), [`updates`] (events as `session/update`), [`permission`] (the approval gate as
-//! `session/request_permission`), [`tools`] (kinds, titles, locations, diffs).
+//! `session/request_permission`), [`tools`] (kinds, titles, locations, diffs), [`editor_fs`]
+//! (the editor's file system for `read_file` and `write_file` when it offers one; commands
+//! run in our terminal tool, not the editor's terminal).
 
+mod editor_fs;
 mod permission;
 mod sessions;
 mod tools;
@@ -76,10 +79,14 @@ async fn connection(server: Arc<Server>) -> Result<(), Error> {
         .v1()
         .name("hermes")
         .on_receive_request(
-            async |request: InitializeRequest,
-                   responder: Responder<InitializeResponse>,
-                   _cx: ConnectionTo<Client>| {
-                responder.respond(initialize(&request))
+            {
+                let server = server.clone();
+                async move |request: InitializeRequest,
+                            responder: Responder<InitializeResponse>,
+                            cx: ConnectionTo<Client>| {
+                    use_editor_fs(&server.runtime, &request, &cx);
+                    responder.respond(initialize(&request))
+                }
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -250,6 +257,19 @@ fn initialize(request: &InitializeRequest) -> InitializeResponse {
                 .prompt_capabilities(PromptCapabilities::new().image(true).embedded_context(true)),
         )
         .agent_info(Implementation::new("hermes", env!("CARGO_PKG_VERSION")).title("Hermes"))
+}
+
+/// When the editor offers its file system, `read_file` and `write_file` of every session go
+/// through it (the terminal stays ours: commands run under our approval gate and process
+/// registry).
+fn use_editor_fs(runtime: &Runtime, request: &InitializeRequest, cx: &ConnectionTo<Client>) {
+    let fs = &request.client_capabilities.fs;
+    if fs.read_text_file {
+        runtime.register_tool(Arc::new(editor_fs::EditorReadFile { cx: cx.clone() }));
+    }
+    if fs.write_text_file {
+        runtime.register_tool(Arc::new(editor_fs::EditorWriteFile { cx: cx.clone() }));
+    }
 }
 
 /// Builds a session in the editor's working directory.
