@@ -122,7 +122,12 @@ async fn connection(server: Arc<Server>) -> Result<(), Error> {
                     let conn = cx.clone();
                     cx.spawn(async move {
                         let key = request.session_id.0.to_string();
-                        match open(&server, conn.clone(), request.cwd, Some(key)).await {
+                        // Open already (the editor reloads a thread): shown again as it is.
+                        let opened = match server.sessions.get(&key) {
+                            Some(slot) => Ok((key, slot)),
+                            None => open(&server, conn.clone(), request.cwd, Some(key)).await,
+                        };
+                        match opened {
                             Ok((id, slot)) => {
                                 let history = slot.session.lock().await.history().to_vec();
                                 let out = Updates::new(conn, id, slot.cwd.clone());

@@ -170,3 +170,48 @@ impl Interaction for EditorInteraction {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(request: &ApprovalRequest) -> Vec<(String, ApprovalAnswer)> {
+        options(request)
+            .into_iter()
+            .map(|(o, a)| (o.option_id.0.to_string(), a))
+            .collect()
+    }
+
+    fn request(allow_permanent: bool, judge_denied: bool) -> ApprovalRequest {
+        ApprovalRequest {
+            command: "rm -rf x".into(),
+            description: "recursive delete".into(),
+            allow_permanent,
+            judge_denied,
+        }
+    }
+
+    #[test]
+    fn the_choices_follow_what_the_gate_allows() {
+        let all = ids(&request(true, false));
+        assert_eq!(
+            all,
+            [
+                ("allow_once".to_string(), ApprovalAnswer::Once),
+                ("allow_session".to_string(), ApprovalAnswer::Session),
+                ("allow_always".to_string(), ApprovalAnswer::Always),
+                ("deny".to_string(), ApprovalAnswer::Deny),
+            ]
+        );
+        let no_always: Vec<String> = ids(&request(false, false))
+            .into_iter()
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(no_always, ["allow_once", "allow_session", "deny"]);
+        let judged: Vec<String> = ids(&request(true, true))
+            .into_iter()
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(judged, ["allow_once", "deny"]);
+    }
+}
