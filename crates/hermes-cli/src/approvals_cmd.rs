@@ -166,12 +166,13 @@ fn json_line(command: &str, decision: &Decision) -> String {
         Decision::NeedsApproval { rule, reason } => ("needs_approval", Some(rule), Some(reason)),
         Decision::Allowed { rule, reason } => ("allowed", rule.as_ref(), reason.as_ref()),
     };
-    json!({
+    // Sorted keys: the same line for scripts whatever serde_json's features.
+    hermes_protocol::json_order::sorted_keys(&json!({
         "command": command,
         "verdict": verdict,
         "rule": rule,
         "reason": reason,
-    })
+    }))
     .to_string()
 }
 

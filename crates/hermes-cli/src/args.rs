@@ -71,6 +71,8 @@ pub enum Command {
     Approvals(crate::approvals_cmd::ApprovalsArgs),
     /// Print the shell completion script (bash, zsh or fish).
     Completion(crate::completion_cmd::CompletionArgs),
+    /// Serve the Agent Client Protocol on stdin/stdout, for editors (Zed, ...).
+    Acp,
 }
 
 #[derive(Debug, Args)]

@@ -1,6 +1,7 @@
 //! The `hermes` binary. Parses the command line, then hands over to one mode: one-shot
 //! (`-z`, `chat -q`) or the interactive chat. `--version` answers before any runtime starts.
 
+mod acp;
 mod approvals_cmd;
 mod args;
 mod completion_cmd;
@@ -125,5 +126,6 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         (None, Some(Command::Pairing(pairing))) => pairing_cmd::run(&cli.common, pairing),
         (None, Some(Command::Approvals(approvals))) => approvals_cmd::run(&cli.common, approvals),
         (None, Some(Command::Completion(completion))) => completion_cmd::run(completion),
+        (None, Some(Command::Acp)) => runtime.block_on(acp::run(&cli.common)),
     }
 }

@@ -23,7 +23,9 @@ pub fn tool_instructions(tools: &[ToolSchema]) -> String {
          plain text.\n\nAvailable tools:\n",
     );
     for tool in tools {
-        let schema = serde_json::to_string(&tool.parameters).unwrap_or_else(|_| "{}".into());
+        // Sorted keys: the same prompt (and prompt cache) whatever serde_json's features.
+        let parameters = hermes_protocol::json_order::sorted_keys(&tool.parameters);
+        let schema = serde_json::to_string(&parameters).unwrap_or_else(|_| "{}".into());
         let description = tool.description.trim();
         out.push_str(&format!(
             "- {}: {description}\n  arguments: {schema}\n",

@@ -21,6 +21,8 @@ pub enum Platform {
     Api,
     /// A sub-agent's own session.
     Subagent,
+    /// An editor driving Hermes over the Agent Client Protocol (`hermes acp`).
+    Acp,
     /// A chat platform of the gateway, by name (`telegram`, `discord`, ...).
     Gateway(String),
 }
@@ -33,6 +35,7 @@ impl Platform {
             Platform::Cron => "cron",
             Platform::Api => "api",
             Platform::Subagent => "subagent",
+            Platform::Acp => "acp",
             Platform::Gateway(name) => name,
         }
     }

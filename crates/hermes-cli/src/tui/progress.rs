@@ -49,9 +49,12 @@ pub fn tool_line(
 
 /// `/verbose`: the call's arguments, pretty-printed and indented under its line.
 pub fn argument_lines(theme: &Theme, arguments: &str, columns: usize) -> Vec<Line> {
+    // Sorted keys: the same display whatever serde_json's features.
     let pretty = serde_json::from_str::<Value>(arguments)
         .ok()
-        .and_then(|v| serde_json::to_string_pretty(&v).ok())
+        .and_then(|v| {
+            serde_json::to_string_pretty(&hermes_protocol::json_order::sorted_keys(&v)).ok()
+        })
         .unwrap_or_else(|| arguments.to_string());
     detail(theme, "args", &pretty, ARGUMENT_LINES, columns)
 }
@@ -60,8 +63,11 @@ pub fn argument_lines(theme: &Theme, arguments: &str, columns: usize) -> Vec<Lin
 pub fn result_lines(theme: &Theme, name: &str, content: &str, columns: usize) -> Vec<Line> {
     // Results are JSON; show strings unquoted so output reads as it was printed.
     let text = match serde_json::from_str::<Value>(content) {
+        // Keys sorted, as the arguments: the same display whatever serde_json's features.
         Ok(Value::Object(map)) => map
             .iter()
+            .collect::<std::collections::BTreeMap<_, _>>()
+            .into_iter()
             .map(|(k, v)| match v {
                 Value::String(s) => format!("{k}: {s}"),
                 other => format!("{k}: {other}"),

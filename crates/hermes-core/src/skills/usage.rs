@@ -137,8 +137,9 @@ impl Usage {
         };
         f(&mut rec);
         all.insert(name.to_string(), Value::Object(rec));
-        let text =
-            serde_json::to_string_pretty(&Value::Object(all)).map_err(std::io::Error::other)?;
+        // Sorted like the Python Hermes writes it (`sort_keys=True`).
+        let sorted = hermes_protocol::json_order::sorted_keys(&Value::Object(all));
+        let text = serde_json::to_string_pretty(&sorted).map_err(std::io::Error::other)?;
         hermes_config::atomic_write(&self.path, text.as_bytes())
     }
 }

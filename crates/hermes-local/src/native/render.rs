@@ -72,7 +72,7 @@ struct TemplateTool<'a> {
 struct TemplateToolFunction<'a> {
     name: &'a str,
     description: &'a str,
-    parameters: &'a serde_json::Value,
+    parameters: serde_json::Value,
 }
 
 impl JinjaTemplate {
@@ -143,7 +143,8 @@ impl JinjaTemplate {
                 function: TemplateToolFunction {
                     name: &t.name,
                     description: &t.description,
-                    parameters: &t.parameters,
+                    // Sorted keys: the same prompt whatever serde_json's features.
+                    parameters: hermes_protocol::json_order::sorted_keys(&t.parameters),
                 },
             })
             .collect();
@@ -195,6 +196,7 @@ impl JinjaTemplate {
         let arguments = serde_json::from_str::<serde_json::Value>(&call.arguments)
             .ok()
             .filter(serde_json::Value::is_object)
+            .map(|a| hermes_protocol::json_order::sorted_keys(&a))
             .unwrap_or_else(|| serde_json::Value::Object(serde_json::Map::new()));
         TemplateCall {
             id: self.call_id(&call.id),

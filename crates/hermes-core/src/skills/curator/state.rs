@@ -152,7 +152,9 @@ impl CuratorState {
 
     pub fn save(&self, skills_root: &Path) -> Result<(), CuratorError> {
         let path = Self::path(skills_root);
-        let text = serde_json::to_string_pretty(&Value::Object(self.fields.clone()))
+        // Sorted like the Python Hermes writes it (`sort_keys=True`).
+        let sorted = hermes_protocol::json_order::sorted_keys(&Value::Object(self.fields.clone()));
+        let text = serde_json::to_string_pretty(&sorted)
             .map_err(|e| CuratorError::io(&path, std::io::Error::other(e)))?;
         std::fs::create_dir_all(skills_root).map_err(|e| CuratorError::io(skills_root, e))?;
         hermes_config::atomic_write(&path, text.as_bytes()).map_err(|e| CuratorError::io(&path, e))
