@@ -473,6 +473,16 @@ impl Worker {
                 tracing::warn!("{}: cannot send the turn's files: {e}", chat.platform);
             }
         }
+        // The answer is delivered: the review the turn made due starts now, in the background;
+        // each of its notices is a message to the chat.
+        let notices = {
+            let (adapter, chat) = (adapter.clone(), chat.clone());
+            move |line: &str| {
+                let (adapter, chat, text) = (adapter.clone(), chat.clone(), line.to_string());
+                tokio::spawn(async move { reply(&adapter, &chat, &text).await });
+            }
+        };
+        drop(session.start_review(Arc::new(notices)));
         let session_id = session.session_id();
         self.shared
             .routes
