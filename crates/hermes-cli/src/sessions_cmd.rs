@@ -155,7 +155,14 @@ pub fn run(common: &CommonArgs, args: &SessionsArgs) -> Result<ExitCode, CliErro
             all,
         } => {
             let python_db = home.join(PYTHON_DB_FILE_NAME);
-            list(&store, *limit, source.as_deref(), *all, &python_db, &mut out)?
+            list(
+                &store,
+                *limit,
+                source.as_deref(),
+                *all,
+                &python_db,
+                &mut out,
+            )?
         }
         SessionsAction::Show { id } => {
             let session = store.resolve_session(id).map_err(store_error)?;
@@ -297,12 +304,7 @@ fn export_line(
 
 /// `sessions list --json`: the listing's sessions with every stored field and the preview,
 /// without the system prompt (kilobytes per session; `sessions export` has it).
-fn list_json(
-    store: &Store,
-    limit: usize,
-    source: Option<&str>,
-    all: bool,
-) -> Result<(), CliError> {
+fn list_json(store: &Store, limit: usize, source: Option<&str>, all: bool) -> Result<(), CliError> {
     let sessions = listed(store, limit, source, all)?;
     let records: Vec<serde_json::Value> = sessions
         .iter()

@@ -105,7 +105,11 @@ fn chat_bodies(server: &MockServer) -> Vec<Value> {
 
 /// `hermes -z PROMPT` with stdout in a file (so the mock can see what was printed when the
 /// review's request arrived); returns (stdout, stderr, success).
-fn one_shot_to_file(home: &TestHome, prompt: &str, stdout_file: &std::path::Path) -> (String, String, bool) {
+fn one_shot_to_file(
+    home: &TestHome,
+    prompt: &str,
+    stdout_file: &std::path::Path,
+) -> (String, String, bool) {
     let out = std::fs::File::create(stdout_file).unwrap();
     let o = home
         .command(bin())
@@ -128,7 +132,8 @@ fn the_review_learns_a_preference_and_a_skill_that_the_next_session_knows() {
     let stdout_file = scratch.path().join("stdout");
     let m = mock(11, learning_review(), Some(stdout_file.clone()));
     let home = home_with(&m.server, "memory:\n  nudge_interval: 1\n");
-    let prompt = "I like CSV reports sorted by date, newest first. Build me the report from the three logs.";
+    let prompt =
+        "I like CSV reports sorted by date, newest first. Build me the report from the three logs.";
     let (out, err, ok) = one_shot_to_file(&home, prompt, &stdout_file);
     assert!(ok, "{err}");
     assert_eq!(out, "Report ready: 3 rows, newest first.\n");
@@ -156,8 +161,14 @@ fn the_review_learns_a_preference_and_a_skill_that_the_next_session_knows() {
         .iter()
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
-    assert!(names.contains(&"memory") && names.contains(&"skill_manage"), "{names:?}");
-    assert!(names.contains(&"terminal"), "offered (refused if called): {names:?}");
+    assert!(
+        names.contains(&"memory") && names.contains(&"skill_manage"),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"terminal"),
+        "offered (refused if called): {names:?}"
+    );
     // The conversation replayed as is: the session's last request, its answer, the question.
     let replayed = first_review["messages"].as_array().unwrap();
     let sent = last["messages"].as_array().unwrap();
@@ -171,7 +182,10 @@ fn the_review_learns_a_preference_and_a_skill_that_the_next_session_knows() {
     let question = replayed.last().unwrap()["content"].as_str().unwrap();
     // Both were due (1 user turn, 12 model calls): the combined question.
     assert!(question.contains("update two things"), "{question}");
-    assert!(question.contains("any other tool call is refused"), "{question}");
+    assert!(
+        question.contains("any other tool call is refused"),
+        "{question}"
+    );
 
     // The writes, and their notices on stderr.
     let user_md = std::fs::read_to_string(home.hermes_home().join("memories/USER.md")).unwrap();
@@ -188,7 +202,9 @@ fn the_review_learns_a_preference_and_a_skill_that_the_next_session_knows() {
     assert!(err.contains("📚 skill saved: csv-reports\n"), "{err}");
     let o = run(&home, &["skills"]);
     assert!(
-        stdout(&o).lines().any(|l| l.starts_with("csv-reports") && l.contains(" agent ")),
+        stdout(&o)
+            .lines()
+            .any(|l| l.starts_with("csv-reports") && l.contains(" agent ")),
         "{}",
         stdout(&o)
     );
@@ -294,7 +310,12 @@ fn a_refused_tool_never_runs() {
     assert!(!home.workdir().join(marker).exists(), "the command ran");
     let requests = chat_bodies(&m.server);
     assert_eq!(requests.len(), 3);
-    let result = requests[2]["messages"].as_array().unwrap().last().unwrap().clone();
+    let result = requests[2]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
     assert_eq!(result["role"], "tool");
     let content = result["content"].as_str().unwrap();
     assert!(
@@ -325,14 +346,20 @@ fn a_review_routed_to_another_model_offers_only_its_tools_and_a_digest() {
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
     names.sort_unstable();
-    assert_eq!(names, ["memory", "skill_manage", "skill_view", "skills_list"]);
+    assert_eq!(
+        names,
+        ["memory", "skill_manage", "skill_view", "skills_list"]
+    );
     let messages = review["messages"].as_array().unwrap();
     // system, the digest, the last 24 messages (25: a tail never starts on a tool result),
     // the question.
     assert_eq!(messages.len(), 1 + 1 + 25 + 1, "{messages:?}");
     assert_eq!(messages[2]["role"], "assistant");
     let digest = messages[1]["content"].as_str().unwrap();
-    assert!(digest.starts_with("[Digest of the earlier conversation"), "{digest}");
+    assert!(
+        digest.starts_with("[Digest of the earlier conversation"),
+        "{digest}"
+    );
     assert!(digest.contains("USER: Build the report."), "{digest}");
     assert!(digest.contains("ASSISTANT[tools: terminal]"), "{digest}");
 }

@@ -366,13 +366,14 @@ mod tests {
             messages.push(Message::tool_result(format!("c{i}"), "terminal", "ok"));
             messages.push(Message::assistant(format!("answer {i}")));
         }
+        // The last 6 would start on a tool result: its call comes along.
         let out = digest(&messages, 6);
-        assert_eq!(out.len(), 7);
+        assert_eq!(out.len(), 1 + 7);
         assert_eq!(out[0].role, Role::User);
         assert!(out[0].content.contains("USER: question 0"));
         assert!(out[0].content.contains("ASSISTANT[tools: terminal]"));
         assert!(!out[0].content.contains("question 9"));
-        assert_eq!(out[1..], messages[messages.len() - 6..]);
+        assert_eq!(out[1..], messages[messages.len() - 7..]);
         assert_eq!(digest(&messages[..4], 6), messages[..4].to_vec());
     }
 
@@ -386,17 +387,35 @@ mod tests {
         let added = vec![Message::assistant_with_tools(
             "",
             vec![
-                call("a", "memory", r#"{"action":"add","target":"user","content":"x"}"#),
+                call(
+                    "a",
+                    "memory",
+                    r#"{"action":"add","target":"user","content":"x"}"#,
+                ),
                 call("b", "memory", r#"{"action":"add","content":"y"}"#),
-                call("c", "skill_manage", r#"{"action":"create","name":"tidy-csv"}"#),
-                call("d", "skill_manage", r#"{"action":"create","name":"failed"}"#),
+                call(
+                    "c",
+                    "skill_manage",
+                    r#"{"action":"create","name":"tidy-csv"}"#,
+                ),
+                call(
+                    "d",
+                    "skill_manage",
+                    r#"{"action":"create","name":"failed"}"#,
+                ),
                 call("e", "terminal", "{}"),
             ],
         )];
-        let finished: HashMap<String, bool> = [("a", true), ("b", true), ("c", true), ("d", false), ("e", true)]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect();
+        let finished: HashMap<String, bool> = [
+            ("a", true),
+            ("b", true),
+            ("c", true),
+            ("d", false),
+            ("e", true),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
         assert_eq!(
             writes(&added, &finished),
             ["💾 memory updated", "📚 skill saved: tidy-csv"]

@@ -125,10 +125,7 @@ mod tests {
 
     #[test]
     fn defaults_and_keys() {
-        assert_eq!(
-            settings(serde_json::json!({})),
-            ReviewSettings::default()
-        );
+        assert_eq!(settings(serde_json::json!({})), ReviewSettings::default());
         let s = settings(serde_json::json!({
             "memory": {"nudge_interval": 0, "review_wait_seconds": "5"},
             "skills": {"creation_nudge_interval": 3},

@@ -146,12 +146,19 @@ mod tests {
     fn skills_after_n_iterations_since_skill_manage() {
         let s = settings(0, 4);
         let mut n = Nudges::default();
-        let three = vec![calling("terminal"), calling("read_file"), Message::assistant("x")];
+        let three = vec![
+            calling("terminal"),
+            calling("read_file"),
+            Message::assistant("x"),
+        ];
         assert!(!n.turn_ended(&s, &three, 3, true));
         assert!(n.turn_ended(&s, &[Message::assistant("y")], 1, true));
         assert!(!n.turn_ended(&s, &three, 3, true));
         let managed = vec![calling("skill_manage"), Message::assistant("z")];
-        assert!(!n.turn_ended(&s, &managed, 2, true), "reset, one call since");
+        assert!(
+            !n.turn_ended(&s, &managed, 2, true),
+            "reset, one call since"
+        );
         assert!(!n.turn_ended(&s, &[Message::assistant("w")], 1, true));
         assert!(n.turn_ended(&s, &three, 3, true));
         assert!(!n.turn_ended(&settings(0, 0), &three, 3, true));
