@@ -363,3 +363,26 @@ fn a_review_routed_to_another_model_offers_only_its_tools_and_a_digest() {
     assert!(digest.contains("USER: Build the report."), "{digest}");
     assert!(digest.contains("ASSISTANT[tools: terminal]"), "{digest}");
 }
+
+#[test]
+fn the_interactive_chat_shows_the_notices_and_waits_for_the_review_at_exit() {
+    let m = mock(0, learning_review(), None);
+    let home = home_with(&m.server, "memory:\n  nudge_interval: 1\n");
+    let o = run_with_stdin(&home, &[], "I like CSV reports sorted newest first.\n");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let answer = out.find("Report ready: 3 rows, newest first.").expect(&out);
+    let notice = out.find("  💾 memory updated\n").expect(&out);
+    assert!(answer < notice, "{out}");
+    assert!(out.contains("  📚 skill saved: csv-reports\n"), "{out}");
+    let user_md = std::fs::read_to_string(home.hermes_home().join("memories/USER.md")).unwrap();
+    assert!(user_md.contains(PREFERENCE), "{user_md}");
+    // The memory review alone (one user turn, one model call): the memory question.
+    let requests = chat_bodies(&m.server);
+    assert_eq!(requests.len(), 3);
+    let question = requests[1]["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(question.contains("decide whether anything belongs in memory"), "{question}");
+}
