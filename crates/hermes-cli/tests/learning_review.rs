@@ -8,7 +8,8 @@
 //! shows only with `--all`. Also: intervals of 0 mean no review, `display.learning_notices:
 //! false` silences the notices, a refused tool never runs, and a review routed to
 //! `auxiliary.background_review`'s model offers only the memory and skill tools and replays a
-//! digest.
+//! digest; the interactive chat shows the notices after the answer, and a Telegram chat (on
+//! the testkit's Bot API double) gets them as messages after the answer.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -384,5 +385,58 @@ fn the_interactive_chat_shows_the_notices_and_waits_for_the_review_at_exit() {
         .as_str()
         .unwrap()
         .to_string();
-    assert!(question.contains("decide whether anything belongs in memory"), "{question}");
+    assert!(
+        question.contains("decide whether anything belongs in memory"),
+        "{question}"
+    );
+}
+
+#[test]
+fn a_chat_platform_gets_the_notices_as_messages_after_the_answer() {
+    use hermes_testkit::platforms::telegram::TelegramMock;
+    const TOKEN: &str = "123456:TEST-token";
+    const ANN: i64 = 4242;
+    let m = mock(0, learning_review(), None);
+    let telegram = TelegramMock::start(TOKEN);
+    let home = home_with(
+        &m.server,
+        &format!(
+            "memory:\n  nudge_interval: 1\nplatforms:\n  telegram:\n    enabled: true\n    extra:\n      base_url: {}\n      base_file_url: {}\n",
+            telegram.base_url(),
+            telegram.base_file_url()
+        ),
+    );
+    home.write_file(
+        ".env",
+        &format!("TELEGRAM_BOT_TOKEN={TOKEN}\nTELEGRAM_ALLOWED_USERS={ANN}\n"),
+    );
+    let mut gateway = common::gateway::Gateway::start(&home, &[]);
+    assert_eq!(gateway.next_line(), "telegram started");
+    telegram.dm(ANN, "Ann", "I like CSV reports sorted newest first.");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let texts = loop {
+        let texts: Vec<String> = telegram
+            .messages(ANN)
+            .into_iter()
+            .filter(|m| !m.deleted)
+            .map(|m| m.text)
+            .collect();
+        if texts.iter().any(|t| t == "📚 skill saved: csv-reports") {
+            break texts;
+        }
+        assert!(std::time::Instant::now() < deadline, "{texts:?}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(
+        texts,
+        [
+            "Report ready: 3 rows, newest first.",
+            "💾 memory updated",
+            "📚 skill saved: csv-reports"
+        ]
+    );
+    let (code, err) = gateway.terminate();
+    assert_eq!(code, Some(0), "{err}");
+    let user_md = std::fs::read_to_string(home.hermes_home().join("memories/USER.md")).unwrap();
+    assert!(user_md.contains(PREFERENCE), "{user_md}");
 }
