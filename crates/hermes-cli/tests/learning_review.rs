@@ -9,7 +9,8 @@
 //! false` silences the notices, a refused tool never runs, and a review routed to
 //! `auxiliary.background_review`'s model offers only the memory and skill tools and replays a
 //! digest; the interactive chat shows the notices after the answer, and a Telegram chat (on
-//! the testkit's Bot API double) gets them as messages after the answer.
+//! the testkit's Bot API double) gets them as messages after the answer; the API server
+//! reviews too and lists the review session only among children.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -439,4 +440,68 @@ fn a_chat_platform_gets_the_notices_as_messages_after_the_answer() {
     assert_eq!(code, Some(0), "{err}");
     let user_md = std::fs::read_to_string(home.hermes_home().join("memories/USER.md")).unwrap();
     assert!(user_md.contains(PREFERENCE), "{user_md}");
+}
+
+#[test]
+fn the_api_server_reviews_in_the_background_and_lists_reviews_only_as_children() {
+    const AUTH: &str = "Authorization: Bearer k1";
+    let m = mock(0, learning_review(), None);
+    let home = home_with(&m.server, "memory:\n  nudge_interval: 1\n");
+    home.write_file(".env", "API_SERVER_KEY=k1\n");
+    let gw = common::gateway::Gateway::start(&home, &[]);
+    let http = |method: &str, path: &str, body: &str| {
+        hermes_testkit::http_client::http(&gw.addr, method, path, &[AUTH], body)
+    };
+    let r = http("POST", "/api/sessions", "{}");
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = r.json()["session"]["id"].as_str().unwrap().to_string();
+    let r = http(
+        "POST",
+        &format!("/api/sessions/{id}/chat"),
+        r#"{"message": "I like CSV reports sorted newest first."}"#,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.json()["message"]["content"],
+        "Report ready: 3 rows, newest first."
+    );
+    assert!(
+        m.server
+            .wait_for_chat_requests(3, std::time::Duration::from_secs(30))
+    );
+    let user_md = home.hermes_home().join("memories/USER.md");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !std::fs::read_to_string(&user_md).is_ok_and(|t| t.contains(PREFERENCE)) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the review wrote nothing"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The review session is a child of the API session: listed only with include_children.
+    let ids = |path: &str| -> Vec<(String, String)> {
+        let r = http("GET", path, "");
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.json()["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["id"].as_str().unwrap().to_string(),
+                    s["source"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    // (The review's row is committed by the store's writer thread: wait for it.)
+    loop {
+        let all = ids("/api/sessions?include_children=true");
+        if all.iter().any(|(_, source)| source == "review") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{all:?}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(ids("/api/sessions"), [(id.clone(), "api".to_string())]);
 }

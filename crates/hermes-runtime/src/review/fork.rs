@@ -172,6 +172,10 @@ async fn run(job: ReviewJob, notices: Arc<dyn Notices>) -> ReviewOutcome {
     let turn = agent
         .run_turn(&question, history, &sink, CancellationToken::new())
         .await;
+    if let Some(failure) = turn.failure() {
+        // Best effort, as in the Python Hermes: said, never raised to the conversation.
+        tracing::warn!("background review failed: {}", failure.message);
+    }
     let ReviewSink { record, finished } = sink;
     if let Err(e) = record.finish(turn.end.as_str()).await {
         tracing::warn!("the review session could not be stored: {e}");
