@@ -564,6 +564,9 @@ impl TurnRunner for AgentRunner {
         };
         let session_id = session.session_id();
         let conversation = session.history().to_vec();
+        // An API client has no place for notices; the review runs on its own task and never
+        // holds the response back.
+        drop(session.start_review(Arc::new(|_: &str| {})));
         session.close().await;
         Ok(TurnOutcome {
             final_text: report.final_text,

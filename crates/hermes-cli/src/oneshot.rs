@@ -1,6 +1,8 @@
 //! One question, one answer: `hermes -z PROMPT` prints only the final answer on stdout;
 //! `hermes chat -q PROMPT` streams it with tool progress. Both exit non-zero with a one-line
-//! reason on stderr when the turn fails, and 130 when interrupted.
+//! reason on stderr when the turn fails, and 130 when interrupted. A background review the turn
+//! made due starts once the answer is out; the process waits for it at most
+//! `memory.review_wait_seconds` before exiting, its notices on stderr.
 
 use hermes_tools::output::terminal_safe;
 use std::process::ExitCode;
@@ -43,8 +45,6 @@ pub async fn run(args: &CommonArgs, prompt: &str, style: Style) -> Result<ExitCo
     for e in unreadable {
         eprintln!("hermes: {e}; sent without it");
     }
-    // The stored session ends and background processes die with it, whatever the outcome.
-    session.close().await;
     if args.usage && !report.is_interrupted() {
         eprintln!("{}", crate::render::usage_line(&report));
     }
@@ -69,7 +69,14 @@ pub async fn run(args: &CommonArgs, prompt: &str, style: Style) -> Result<ExitCo
         }
     };
     // After the answer is out, never before it.
+    let review = session.start_review(Arc::new(|line: &str| eprintln!("{line}")));
+    let wait = session.review_settings().wait;
+    // The stored session ends and background processes die with it, whatever the outcome.
+    session.close().await;
     crate::curator_cmd::after_session(args);
+    if let Some(review) = review {
+        review.wait(wait).await;
+    }
     result
 }
 

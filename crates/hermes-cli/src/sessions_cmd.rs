@@ -43,6 +43,9 @@ pub enum SessionsAction {
         /// Print the sessions as a JSON array (every stored field but the system prompt).
         #[arg(long)]
         json: bool,
+        /// Include the background reviews (source `review`), hidden by default.
+        #[arg(long)]
+        all: bool,
     },
     /// Show a session: its details and every message.
     Show {
@@ -143,14 +146,23 @@ pub fn run(common: &CommonArgs, args: &SessionsArgs) -> Result<ExitCode, CliErro
             limit,
             source,
             json: true,
-        } => list_json(&store, *limit, source.as_deref())?,
+            all,
+        } => list_json(&store, *limit, source.as_deref(), *all)?,
         SessionsAction::List {
             limit,
             source,
             json: false,
+            all,
         } => {
             let python_db = home.join(PYTHON_DB_FILE_NAME);
-            list(&store, *limit, source.as_deref(), &python_db, &mut out)?
+            list(
+                &store,
+                *limit,
+                source.as_deref(),
+                *all,
+                &python_db,
+                &mut out,
+            )?
         }
         SessionsAction::Show { id } => {
             let session = store.resolve_session(id).map_err(store_error)?;
@@ -292,8 +304,8 @@ fn export_line(
 
 /// `sessions list --json`: the listing's sessions with every stored field and the preview,
 /// without the system prompt (kilobytes per session; `sessions export` has it).
-fn list_json(store: &Store, limit: usize, source: Option<&str>) -> Result<(), CliError> {
-    let sessions = store.list_sessions(limit, source).map_err(store_error)?;
+fn list_json(store: &Store, limit: usize, source: Option<&str>, all: bool) -> Result<(), CliError> {
+    let sessions = listed(store, limit, source, all)?;
     let records: Vec<serde_json::Value> = sessions
         .iter()
         .map(|s| {
@@ -307,14 +319,31 @@ fn list_json(store: &Store, limit: usize, source: Option<&str>) -> Result<(), Cl
     crate::json_out::print(&records)
 }
 
+/// The sessions `sessions list` shows: the background reviews only with `--all` (or
+/// `--source review`).
+fn listed(
+    store: &Store,
+    limit: usize,
+    source: Option<&str>,
+    all: bool,
+) -> Result<Vec<hermes_store::SessionSummary>, CliError> {
+    let listed = if all {
+        store.list_sessions(limit, source)
+    } else {
+        store.list_sessions_hiding(limit, source, hermes_runtime::review::SOURCE)
+    };
+    listed.map_err(store_error)
+}
+
 fn list(
     store: &Store,
     limit: usize,
     source: Option<&str>,
+    all: bool,
     python_db: &Path,
     out: &mut impl Write,
 ) -> Result<(), CliError> {
-    let sessions = store.list_sessions(limit, source).map_err(store_error)?;
+    let sessions = listed(store, limit, source, all)?;
     if sessions.is_empty() {
         if source.is_none() && python_db.is_file() {
             return writeln!(

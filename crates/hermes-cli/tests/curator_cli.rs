@@ -3,7 +3,8 @@
 //! wrote; `hermes curator run --dry-run` changes nothing and says what would change; `run`
 //! snapshots the folder, marks stale and archives, and `hermes skills list` shows it;
 //! `restore`, `pin`, `pause`/`resume`; and `skill_manage create` in a chat against the mock
-//! model records the new skill as the agent's.
+//! model leaves the new skill the user's (only the background review's creations are the
+//! agent's: `learning_review.rs`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -274,7 +275,9 @@ fn restore_pin_and_pause() {
 }
 
 #[test]
-fn skill_manage_create_records_the_skill_as_the_agents() {
+fn skill_manage_create_in_a_conversation_leaves_the_skill_the_users() {
+    // The Python Hermes marks only what the background review creates as the agent's: a skill
+    // made in a conversation was asked for by the user, and the curator never touches it.
     let content = "---\nname: release-notes\ndescription: Draft release notes from merged PRs.\n---\n\n1. List merged PRs.\n";
     let server = MockServer::start(Script::new(vec![
         Turn::tool(
@@ -289,27 +292,18 @@ fn skill_manage_create_records_the_skill_as_the_agents() {
     let o = run(&home, &["-z", "save how we did that"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "Saved.\n");
-    let requests = server.chat_requests();
-    assert_eq!(requests.len(), 2);
-    let record = &usage(&home)["release-notes"];
-    assert_eq!(record["created_by"], "agent");
-    assert_eq!(record["state"], "active");
-    assert_eq!(record["pinned"], false);
-    assert_eq!(record["use_count"], 0);
-    assert!(record["created_at"].as_str().unwrap().ends_with("+00:00"));
+    assert_eq!(server.chat_requests().len(), 2);
+    // Nothing is recorded for it (the Python Hermes writes no record on a foreground create).
     assert!(
-        usage(&home).get("mine").is_none(),
-        "nothing recorded for the user's skill"
+        !home.hermes_home().join("skills/.usage.json").exists()
+            || usage(&home).get("release-notes").is_none(),
+        "not the agent's"
     );
     let o = run(&home, &["skills"]);
     let out = stdout(&o);
     assert!(
-        out.contains("\nmine           -         user     active  Written by the user.\n"),
-        "{out}"
-    );
-    assert!(
         out.contains(
-            "\nrelease-notes  -         agent    active  Draft release notes from merged PRs.\n"
+            "\nrelease-notes  -         user     active  Draft release notes from merged PRs.\n"
         ),
         "{out}"
     );

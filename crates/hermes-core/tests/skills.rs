@@ -673,8 +673,9 @@ async fn skill_manage_creates_edits_patches_and_archives() {
     assert_eq!(rec["patch_count"], 6, "{rec}");
     assert_eq!(rec["state"], "archived");
     assert!(rec["archived_at"].as_str().unwrap().ends_with("+00:00"));
-    // Created by skill_manage: the agent's, so the curator's to manage.
-    assert_eq!(rec["created_by"], "agent");
+    // Created by skill_manage in a conversation: the user's (only the background review's
+    // creations are the agent's).
+    assert!(rec["created_by"].is_null(), "{rec}");
 
     // A pinned skill is not deleted.
     let mut all: serde_json::Map<String, Value> = usage.as_object().unwrap().clone();
@@ -816,4 +817,27 @@ fn running_a_skill_builds_one_message() {
         invoke::find_command(&lib, "old-notes").is_none(),
         "archived"
     );
+}
+
+#[tokio::test]
+async fn only_the_background_review_creates_agent_skills() {
+    // The Python Hermes's provenance: `created_by: "agent"` only under the review's write origin.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("skills");
+    std::fs::create_dir_all(&root).unwrap();
+    let lib = library(&root);
+    let skill = |name: &str| {
+        json!({"action": "create", "name": name,
+               "content": format!("---\nname: {name}\ndescription: d\n---\n\nSteps.\n")})
+    };
+    call(&SkillManageTool::new(lib.clone()), skill("asked-for"))
+        .await
+        .unwrap();
+    call(&SkillManageTool::for_review(lib.clone()), skill("learned"))
+        .await
+        .unwrap();
+    let usage: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(".usage.json")).unwrap()).unwrap();
+    assert_eq!(usage["learned"]["created_by"], "agent");
+    assert!(usage.get("asked-for").is_none(), "{usage}");
 }

@@ -5,6 +5,8 @@
 //! [`SessionSpec`] and owns one conversation's lifecycle: record, run, end. Sessions keep their
 //! own state (working directory, approvals, background processes, stored session) in their tool
 //! context, never in process-wide state, so one process hosts many of them at once for days.
+//! After a turn a session may owe a background review ([`review`]), the learning loop's
+//! trigger.
 
 mod error;
 mod recorder;
@@ -18,6 +20,7 @@ pub mod cron;
 pub mod cronjob;
 pub mod judge;
 pub mod providers;
+pub mod review;
 pub mod tools;
 pub mod trajectory;
 

@@ -5,7 +5,9 @@
 //! ends the stored session and stops the background processes. Between turns the conversation
 //! can move: a new stored session (`/new`), a rewind (`/undo`, `/retry`), a compression, another
 //! stored session (`/resume`), another model ([`Session::switch_model`]: the tools, MCP
-//! connections and background processes stay).
+//! connections and background processes stay). Each turn moves the session's review counters;
+//! when a review is due the frontend starts it after delivering the answer
+//! ([`Session::start_review`]).
 
 use std::sync::{Arc, Mutex};
 
@@ -27,6 +29,7 @@ use crate::judge::ProviderJudge;
 use crate::providers::Providers;
 use crate::recorder::{Recorder, Tee};
 use crate::resume::{Persistence, Resumed};
+use crate::review::{self, Due, Notices, Nudges, ReviewHandle, ReviewSettings};
 use crate::runtime::Runtime;
 use crate::spec::{Resume, SessionSpec};
 use crate::tools;
@@ -91,6 +94,10 @@ pub struct Session {
     system_prompt: String,
     skills: Arc<Library>,
     judge: Arc<SwitchableJudge>,
+    review: ReviewSettings,
+    nudges: Nudges,
+    /// The review the last turn made due, not started yet.
+    due: Option<Due>,
 }
 
 impl std::fmt::Debug for Session {
@@ -169,6 +176,9 @@ impl Session {
             system_prompt: prepared.system_prompt,
             skills: prepared.skills,
             judge,
+            review: ReviewSettings::from_config(config),
+            nudges: Nudges::default(),
+            due: None,
         })
     }
 
@@ -209,6 +219,10 @@ impl Session {
         cancel: CancellationToken,
     ) -> TurnReport {
         let before = self.history.len();
+        let memory_offered = self.offers("memory") && self.runtime.memory().is_some();
+        let memory_due = self
+            .nudges
+            .turn_started(&self.review, &self.history, memory_offered);
         let history = std::mem::take(&mut self.history);
         let budget = Arc::new(hermes_core::IterationBudget::new(
             self.agent.options().max_turns,
@@ -281,6 +295,20 @@ impl Session {
         self.history.extend(unfinished);
         // A compression during the turn replaced the history: everything is "added" then.
         let added = self.history.get(before..).unwrap_or(&self.history).to_vec();
+        let skills_due = self.nudges.turn_ended(
+            &self.review,
+            &added,
+            result.api_calls,
+            self.offers("skill_manage"),
+        );
+        // Only an answered turn is reviewed (the Python Hermes's rule).
+        let answered = !result.final_text.trim().is_empty()
+            && matches!(result.end, TurnEnd::Completed | TurnEnd::BudgetExhausted);
+        self.due = Some(Due {
+            memory: memory_due,
+            skills: skills_due,
+        })
+        .filter(|d| answered && d.any());
         TurnReport {
             final_text: result.final_text,
             added,
@@ -289,6 +317,72 @@ impl Session {
             usage: result.usage,
             cost_usd: result.cost_usd,
             client_calls: result.client_calls,
+        }
+    }
+
+    /// Whether the session offers the tool `name`.
+    fn offers(&self, name: &str) -> bool {
+        self.tools.get(name).is_some()
+    }
+
+    /// The review the last turn made due (none once started).
+    pub fn review_due(&self) -> Option<Due> {
+        self.due
+    }
+
+    /// The session's review settings (`memory.nudge_interval`, `display.learning_notices`, ...).
+    pub fn review_settings(&self) -> &ReviewSettings {
+        &self.review
+    }
+
+    /// Starts the review the last turn made due on a tokio task (call it after the answer was
+    /// delivered): it replays the conversation as it is now, writes memory and skills, and
+    /// hands its one-line notices to `notices` (unless `display.learning_notices: false`).
+    /// `None` when no review is due.
+    pub fn start_review(&mut self, notices: Arc<dyn Notices>) -> Option<ReviewHandle> {
+        let due = self.due.take()?;
+        let routed = self.routed_review_target();
+        let job = review::ReviewJob {
+            runtime: self.runtime.clone(),
+            due,
+            snapshot: self.history.clone(),
+            system_prompt: self.system_prompt.clone(),
+            tools: self.tools.clone(),
+            skills: self.skills.clone(),
+            primary: self.providers.primary_target(),
+            fallbacks: self.providers.fallbacks.clone(),
+            provider_name: self.providers.spec.provider.clone(),
+            options: self.agent.options().clone(),
+            tool_ctx: self.tool_ctx.clone(),
+            parent_session: self.handle.id(),
+            notices_on: self.review.notices,
+            routed,
+        };
+        Some(review::start(job, notices))
+    }
+
+    /// The model of `auxiliary.background_review` when it is another than the session's.
+    fn routed_review_target(&self) -> Option<ModelTarget> {
+        let (provider, model) = self.review.routed.as_ref()?;
+        let spec = &self.providers.spec;
+        if *provider == spec.provider && *model == spec.model {
+            return None;
+        }
+        match crate::providers::auxiliary(
+            self.runtime.config(),
+            self.runtime.env(),
+            self.runtime.home(),
+            "background_review",
+            &self.providers.primary,
+            &spec.model,
+        ) {
+            Ok(target) => Some(target),
+            Err(e) => {
+                self.runtime.warn(&format!(
+                    "the background review runs on the session's model: {e}"
+                ));
+                None
+            }
         }
     }
 

@@ -251,6 +251,25 @@ impl Store {
             .map_err(|e| self.read_error(e))
     }
 
+    /// [`Store::list_sessions`] without the sessions from `hidden` (a source), unless `source`
+    /// asks for it: the background reviews stay out of `hermes sessions list`.
+    pub fn list_sessions_hiding(
+        &self,
+        limit: usize,
+        source: Option<&str>,
+        hidden: &str,
+    ) -> Result<Vec<SessionSummary>, StoreError> {
+        let sql = format!(
+            "SELECT {COLUMNS}, {PREVIEW_SQL} FROM sessions \
+             WHERE (?1 IS NULL OR source = ?1) AND (?1 IS NOT NULL OR source != ?3) \
+             ORDER BY updated_at DESC LIMIT ?2"
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.read_error(e))?;
+        stmt.query_map(params![source, limit as i64, hidden], summary)
+            .and_then(|rows| rows.collect())
+            .map_err(|e| self.read_error(e))
+    }
+
     /// Sets the title (cleaned; see [`sanitize_title`]). Titles are unique.
     pub fn set_title(&mut self, id: &str, raw: &str) -> Result<String, StoreError> {
         let title = sanitize_title(raw)?;

@@ -82,14 +82,25 @@ pub struct Repl {
     pub prefill: Option<String>,
     /// What tab completion offers (updated when the model changes).
     pub vocabulary: Arc<std::sync::Mutex<Vocabulary>>,
+    /// Background reviews started after turns; waited for (bounded) at exit.
+    reviews: Vec<hermes_runtime::review::ReviewHandle>,
 }
 
 pub async fn run(args: &CommonArgs) -> Result<ExitCode, CliError> {
     let mut repl = Repl::start(args)?;
     let code = repl.chat().await;
     repl.goodbye();
+    let wait = repl.session.review_settings().wait;
+    let reviews = std::mem::take(&mut repl.reviews);
     repl.session.close().await;
     crate::curator_cmd::after_session(args);
+    // A review still running gets at most `memory.review_wait_seconds` in all.
+    let deadline = tokio::time::Instant::now() + wait;
+    for review in reviews {
+        review
+            .wait(deadline.saturating_duration_since(tokio::time::Instant::now()))
+            .await;
+    }
     Ok(code)
 }
 
@@ -148,6 +159,7 @@ impl Repl {
             last_turn: None,
             interactive,
             armed_exit: false,
+            reviews: Vec::new(),
             prefill: None,
             vocabulary,
         };
@@ -294,6 +306,17 @@ impl Repl {
             TurnEnd::Completed => {}
         }
         self.last_turn = Some(result);
+        // The answer is on screen: the review the turn made due starts now, its notices
+        // dimmed lines of the conversation.
+        let view = Arc::clone(&self.view);
+        let notices = move |line: &str| {
+            let style = view.theme().dim();
+            view.print_lines(&[vec![Span::new(format!("  {line}"), style)]]);
+        };
+        self.reviews.retain(|r| !r.is_finished());
+        if let Some(review) = self.session.start_review(Arc::new(notices)) {
+            self.reviews.push(review);
+        }
     }
 
     /// Output of a command: as is on a pipe, wrapped to the terminal in `style` on a screen.

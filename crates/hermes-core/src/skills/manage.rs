@@ -6,8 +6,9 @@
 //! carried into later sessions); on an edit only what the change adds counts, so a skill the
 //! user wrote stays editable. `patch` finds `old_string` with the fuzzy matcher of the `patch`
 //! tool. `delete` never deletes: the folder moves to `skills/.archive/`. Usage is recorded in
-//! `.usage.json` as the Python Hermes records it; a skill `create` makes is recorded as the
-//! agent's (`created_by: "agent"`), which puts it in the curator's care.
+//! `.usage.json` as the Python Hermes records it. Only a skill the background review creates is
+//! recorded as the agent's (`created_by: "agent"`, which puts it in the curator's care): a
+//! `create` in a conversation is something the user asked for, so the skill is the user's.
 
 use std::path::{Path, PathBuf};
 
@@ -19,6 +20,16 @@ use super::loader::Skill;
 use super::view::{resolve, supporting_files};
 use super::{Library, MAX_CONTENT_CHARS, MAX_FILE_BYTES, MAX_NAME_CHARS, SUPPORT_DIRS};
 use crate::injection::{self, Findings, Scope};
+
+/// Who is writing: the Python Hermes's `skill_provenance` write origin.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum WriteOrigin {
+    /// A conversation with the user (CLI, gateway, cron, a sub-agent): the skill is theirs.
+    #[default]
+    Foreground,
+    /// The background review after a turn: the skills it creates are the agent's.
+    BackgroundReview,
+}
 
 /// One `skill_manage` call.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -34,6 +45,7 @@ pub struct Request {
     pub category: Option<String>,
     /// For `patch`: replace every match.
     pub replace_all: bool,
+    pub origin: WriteOrigin,
 }
 
 /// Carries out `req`; the result for the model, or what went wrong.
@@ -45,6 +57,7 @@ pub fn run(library: &Library, req: &Request) -> Result<Value, String> {
             name,
             need(&req.content, "content", "create")?,
             req.category.as_deref(),
+            req.origin,
         ),
         "edit" => edit(library, name, need(&req.content, "content", "edit")?),
         "patch" => patch(library, req),
@@ -161,6 +174,7 @@ fn create(
     name: &str,
     content: &str,
     category: Option<&str>,
+    origin: WriteOrigin,
 ) -> Result<Value, String> {
     validate_name(name)?;
     let category = category.map(str::trim).filter(|c| !c.is_empty());
@@ -192,7 +206,9 @@ fn create(
     }
     let path = dir.join("SKILL.md");
     write(&path, content)?;
-    library.usage().mark_agent_created(name);
+    if origin == WriteOrigin::BackgroundReview {
+        library.usage().mark_agent_created(name);
+    }
     Ok(json!({
         "ok": true,
         "message": format!("Created skill `{name}`."),

@@ -10,7 +10,7 @@ use hermes_tools::{Access, Tool, ToolContext, ToolError, ToolResult};
 use serde_json::{Value, json};
 
 use super::Library;
-use super::manage::{self, Request};
+use super::manage::{self, Request, WriteOrigin};
 use super::view;
 
 fn roots(library: &Library) -> Vec<PathBuf> {
@@ -158,11 +158,24 @@ impl Tool for SkillViewTool {
 /// `skill_manage {action, name, ...}`.
 pub struct SkillManageTool {
     library: Arc<Library>,
+    origin: WriteOrigin,
 }
 
 impl SkillManageTool {
+    /// The tool of a conversation: what it creates is the user's.
     pub fn new(library: Arc<Library>) -> SkillManageTool {
-        SkillManageTool { library }
+        SkillManageTool {
+            library,
+            origin: WriteOrigin::Foreground,
+        }
+    }
+
+    /// The tool of the background review: what it creates is the agent's (curated).
+    pub fn for_review(library: Arc<Library>) -> SkillManageTool {
+        SkillManageTool {
+            library,
+            origin: WriteOrigin::BackgroundReview,
+        }
     }
 }
 
@@ -218,6 +231,7 @@ impl Tool for SkillManageTool {
                 .get("replace_all")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
+            origin: self.origin,
         };
         blocking(move || manage::run(&library, &req)).await
     }

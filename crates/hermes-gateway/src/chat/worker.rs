@@ -473,6 +473,21 @@ impl Worker {
                 tracing::warn!("{}: cannot send the turn's files: {e}", chat.platform);
             }
         }
+        // The answer is delivered: the review the turn made due starts now, in the background;
+        // each of its notices is a message to the chat, sent in order by one task.
+        if session.review_due().is_some() {
+            let (tx, mut lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+            let (adapter, chat) = (adapter.clone(), chat.clone());
+            tokio::spawn(async move {
+                while let Some(text) = lines.recv().await {
+                    reply(&adapter, &chat, &text).await;
+                }
+            });
+            let notices = move |line: &str| {
+                let _ = tx.send(line.to_string());
+            };
+            drop(session.start_review(Arc::new(notices)));
+        }
         let session_id = session.session_id();
         self.shared
             .routes
