@@ -238,7 +238,7 @@ impl Session {
                 &budget,
             )
             .await;
-        self.finish_turn(before, result)
+        self.finish_turn(before, result, memory_due)
     }
 
     /// Offers the API client's own tools beside ours for the turns of this session; calls of
@@ -285,11 +285,18 @@ impl Session {
             .agent
             .continue_turn(history, &tee, cancel, &budget)
             .await;
-        self.finish_turn(before, result)
+        // Not a user turn: the memory nudge does not count it.
+        self.finish_turn(before, result, false)
     }
 
-    /// Keeps the conversation a turn left and reports what it added.
-    fn finish_turn(&mut self, before: usize, result: hermes_protocol::TurnResult) -> TurnReport {
+    /// Keeps the conversation a turn left, notes which review it made due and reports what it
+    /// added.
+    fn finish_turn(
+        &mut self,
+        before: usize,
+        result: hermes_protocol::TurnResult,
+        memory_due: bool,
+    ) -> TurnReport {
         let unfinished = self.recorder.end_turn(&result);
         self.history = result.messages;
         self.history.extend(unfinished);
@@ -301,8 +308,10 @@ impl Session {
             result.api_calls,
             self.offers("skill_manage"),
         );
-        // Only an answered turn is reviewed (the Python Hermes's rule).
+        // Only an answered turn is reviewed (the Python Hermes's rule); one handing calls to
+        // the API client is not answered yet.
         let answered = !result.final_text.trim().is_empty()
+            && result.client_calls.is_empty()
             && matches!(result.end, TurnEnd::Completed | TurnEnd::BudgetExhausted);
         self.due = Some(Due {
             memory: memory_due,
