@@ -3,7 +3,7 @@
 //! errors, the agent keeps serving), an unknown method, bad working directories, a prompt to
 //! a session that is not open, a new session whose turn streams its answer and is stored
 //! (source `acp`), and a second process loading that session (its history replayed as
-//! updates before the answer), or a session that does not exist. stdout carries only JSON.
+//! updates before the answer) and switching its model, or a session that does not exist. stdout carries only JSON.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -214,6 +214,7 @@ fn a_session_is_stored_and_loads_with_its_history_replayed() {
     let server = MockServer::start(Script::new(vec![
         Turn::text("Hello from Hermes."),
         Turn::text("Still here."),
+        Turn::text("The other one."),
     ]));
     let home = TestHome::new();
     home.write_mock_config(&server);
@@ -276,6 +277,7 @@ fn a_session_is_stored_and_loads_with_its_history_replayed() {
     assert_eq!(answer["result"]["stopReason"], "end_turn");
     assert_eq!(text(&notes, "agent_message_chunk"), "Still here.");
     let last = server.chat_requests().pop().unwrap();
+    assert_eq!(last["model"], "mock-model");
     let said: Vec<(&str, &str)> = last["messages"]
         .as_array()
         .unwrap()
@@ -290,6 +292,33 @@ fn a_session_is_stored_and_loads_with_its_history_replayed() {
             ("assistant", "Hello from Hermes."),
             ("user", "again")
         ]
+    );
+
+    // The model selector: another model of the same provider from the next turn on.
+    let (switched, _) = agent.request(
+        4,
+        "session/set_config_option",
+        json!({"sessionId": sid, "configId": "model", "value": "custom:other-model"}),
+    );
+    assert_eq!(
+        switched["result"]["configOptions"][0]["currentValue"], "custom:other-model",
+        "{switched}"
+    );
+    let (bad, _) = agent.request(
+        5,
+        "session/set_config_option",
+        json!({"sessionId": sid, "configId": "colour", "value": "red"}),
+    );
+    assert_eq!(bad["error"]["code"], -32602);
+    let (answer, _) = agent.request(
+        6,
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": [{"type": "text", "text": "which model?"}]}),
+    );
+    assert_eq!(answer["result"]["stopReason"], "end_turn");
+    assert_eq!(
+        server.chat_requests().pop().unwrap()["model"],
+        "other-model"
     );
 
     let (unknown, _) = agent.request(

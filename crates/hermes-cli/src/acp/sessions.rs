@@ -10,8 +10,9 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, EmbeddedResourceResource, SessionConfigOption, SessionConfigOptionCategory,
-    SessionConfigSelectOption, SessionMode, SessionModeState, StopReason,
+    ContentBlock, ContentChunk, EmbeddedResourceResource, SessionConfigOption,
+    SessionConfigOptionCategory, SessionConfigSelectOption, SessionMode, SessionModeState,
+    SessionUpdate, StopReason, TextContent,
 };
 use hermes_llm::Overrides;
 use hermes_protocol::TurnEnd;
@@ -155,8 +156,10 @@ impl Slot {
     /// the prompt request.
     pub async fn prompt(&self, prompt: &[ContentBlock], updates: &Updates) -> StopReason {
         let (text, images) = prompt_text(prompt);
-        let cancel = self.interaction.start_turn();
+        // The token after the lock: a prompt queued behind a running turn must not take the
+        // running turn's place as the one `session/cancel` stops.
         let mut session = self.session.lock().await;
+        let cancel = self.interaction.start_turn();
         let report = session
             .turn_with_images(&text, images, updates, cancel)
             .await;
@@ -165,17 +168,10 @@ impl Slot {
             TurnEnd::BudgetExhausted => StopReason::MaxTurnRequests,
             TurnEnd::Completed => StopReason::EndTurn,
             TurnEnd::Failed(failure) => {
-                // The editor shows the reason as the answer: ACP has no failed stop reason.
-                updates.send(
-                    agent_client_protocol::v1::schema::SessionUpdate::AgentMessageChunk(
-                        agent_client_protocol::v1::schema::ContentChunk::new(ContentBlock::Text(
-                            agent_client_protocol::v1::schema::TextContent::new(format!(
-                                "hermes: {}",
-                                failure.message
-                            )),
-                        )),
-                    ),
-                );
+                // Shown as the answer, as the Python Hermes does: ACP has no failed stop reason.
+                updates.send(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+                    ContentBlock::Text(TextContent::new(format!("hermes: {}", failure.message))),
+                )));
                 StopReason::EndTurn
             }
         }
