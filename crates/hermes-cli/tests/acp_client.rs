@@ -13,45 +13,19 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use hermes_testkit::{MockServer, Reply, Script, TestHome, Turn};
 use serde_json::{Value, json};
 
 /// The venv's python with the `acp` package (installing it once), or why there is none.
 fn python() -> Result<PathBuf, String> {
-    let path = match std::env::var_os("HERMES_ACP_PYTHON") {
-        Some(p) => PathBuf::from(p),
-        None => {
-            let cache = std::env::var_os("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-                .ok_or("no HOME")?;
-            cache.join("hermes-rs/acp/venv/bin/python")
-        }
-    };
-    let has_lib = |p: &PathBuf| {
-        Command::new(p)
-            .args(["-c", "import acp"])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    if has_lib(&path) {
-        return Ok(path);
+    common::venv::Venv {
+        env_var: "HERMES_ACP_PYTHON",
+        cache_dir: "acp",
+        probe: "import acp",
+        setup: "setup-acp",
     }
-    let setup = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/setup-acp");
-    let out = Command::new(&setup)
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", setup.display()))?;
-    if has_lib(&path) {
-        Ok(path)
-    } else {
-        Err(format!(
-            "{} has no `acp` package and scripts/setup-acp could not install it: {}",
-            path.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
+    .python()
 }
 
 fn last_message(req: &Value) -> &Value {

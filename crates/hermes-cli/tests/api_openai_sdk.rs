@@ -21,38 +21,13 @@ use serde_json::{Value, json};
 
 /// The venv's python with the `openai` package (installing it once), or why there is none.
 fn python() -> Result<PathBuf, String> {
-    let path = match std::env::var_os("HERMES_OPENAI_PYTHON") {
-        Some(p) => PathBuf::from(p),
-        None => {
-            let cache = std::env::var_os("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-                .ok_or("no HOME")?;
-            cache.join("hermes-rs/openai/venv/bin/python")
-        }
-    };
-    let has_sdk = |p: &PathBuf| {
-        Command::new(p)
-            .args(["-c", "import openai"])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    if has_sdk(&path) {
-        return Ok(path);
+    common::venv::Venv {
+        env_var: "HERMES_OPENAI_PYTHON",
+        cache_dir: "openai",
+        probe: "import openai",
+        setup: "setup-openai",
     }
-    let setup = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/setup-openai");
-    let out = Command::new(&setup)
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", setup.display()))?;
-    if has_sdk(&path) {
-        Ok(path)
-    } else {
-        Err(format!(
-            "{} has no `openai` package and scripts/setup-openai could not install it: {}",
-            path.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
+    .python()
 }
 
 /// The chat requests the model received that match `pick`.

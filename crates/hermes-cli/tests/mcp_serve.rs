@@ -9,7 +9,6 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use common::{run, stderr};
 use hermes_testkit::{MockServer, Script, TestHome, Turn};
@@ -17,29 +16,13 @@ use serde_json::Value;
 
 /// The venv's python with the `mcp` package, or why there is none.
 fn python() -> Result<PathBuf, String> {
-    let path = match std::env::var_os("HERMES_MCP_PYTHON") {
-        Some(p) => PathBuf::from(p),
-        None => {
-            let cache = std::env::var_os("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-                .ok_or("no HOME")?;
-            cache.join("hermes-rs/mcp/venv/bin/python")
-        }
-    };
-    let ok = Command::new(&path)
-        .args(["-c", "import mcp.client.stdio, mcp.client.streamable_http"])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if ok {
-        Ok(path)
-    } else {
-        Err(format!(
-            "{} has no `mcp` package (run scripts/setup-mcp)",
-            path.display()
-        ))
+    common::venv::Venv {
+        env_var: "HERMES_MCP_PYTHON",
+        cache_dir: "mcp",
+        probe: "import mcp.client.stdio, mcp.client.streamable_http",
+        setup: "setup-mcp",
     }
+    .python()
 }
 
 fn script() -> PathBuf {

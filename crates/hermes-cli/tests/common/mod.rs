@@ -11,6 +11,7 @@ use hermes_testkit::TestHome;
 
 pub mod gateway;
 pub mod tmux;
+pub mod venv;
 
 /// The `hermes` binary under test.
 pub fn bin() -> &'static Path {
