@@ -531,6 +531,7 @@ impl TurnRunner for AgentRunner {
                 Some(id) => Resume::Session(id.clone()),
                 None => Resume::New,
             },
+            memory_scope: input.memory_scope.clone(),
             ..self.spec.clone()
         };
         let interaction: Arc<dyn hermes_tools::Interaction> = match input.approver {

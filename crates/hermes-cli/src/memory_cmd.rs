@@ -1,6 +1,7 @@
 //! `hermes memory status|show|reset`: the built-in memory files (`memories/MEMORY.md`, the
 //! agent's notes, and `memories/USER.md`, the user profile) from the command line: how full each
-//! is, every entry, and erasing them. The same files the Python Hermes reads and writes.
+//! is, every entry, and erasing them. The same files the Python Hermes reads and writes. The
+//! status also names the external memory provider (`memory.provider`) and its fact count.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
@@ -114,8 +115,11 @@ pub fn run(top: &CommonArgs, args: &MemoryArgs) -> Result<ExitCode, CliError> {
 }
 
 fn status(home: &HermesHome, config: &Config, entries: bool) -> Result<String, CliError> {
+    let provider = provider_line(home, config);
     let Some(views) = overview(home, config).map_err(CliError::config)? else {
-        return Ok("Memory is off (memory.memory_enabled and memory.user_profile_enabled in config.yaml).\n".into());
+        return Ok(format!(
+            "Memory is off (memory.memory_enabled and memory.user_profile_enabled in config.yaml).\n{provider}"
+        ));
     };
     let mut out = String::new();
     for view in &views {
@@ -132,7 +136,27 @@ fn status(home: &HermesHome, config: &Config, entries: bool) -> Result<String, C
         }
     }
     out.push_str(&format!("In {}\n", home.join("memories").display()));
+    out.push_str(&provider);
     Ok(out)
+}
+
+/// The external provider `memory.provider` names and its fact count, as a line; empty when
+/// none is configured.
+fn provider_line(home: &HermesHome, config: &Config) -> String {
+    use hermes_runtime::holographic;
+    match holographic::from_config(&config.raw, home, None) {
+        Ok(None) => String::new(),
+        Ok(Some(provider)) => match provider.count() {
+            Ok(n) => format!(
+                "Memory provider: holographic · {} fact{} · {}\n",
+                hermes_llm::util::thousands(n.max(0) as u64),
+                if n == 1 { "" } else { "s" },
+                provider.settings().db_path.display()
+            ),
+            Err(e) => format!("Memory provider: holographic · {e}\n"),
+        },
+        Err(e) => format!("Memory provider: {e}\n"),
+    }
 }
 
 fn reset(home: &HermesHome, which: Which, yes: bool) -> Result<String, CliError> {

@@ -67,6 +67,9 @@ pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 
 /// Continue a stored session: the conversation comes from the store, the answer names it.
 pub const SESSION_ID_HEADER: &str = "x-hermes-session-id";
+/// The long-term memory scope a client names: facts the memory provider stores in the turn
+/// carry it, and recall sees only facts carrying it. Echoed on the answer.
+pub const SESSION_KEY_HEADER: &str = "x-hermes-session-key";
 /// Opt in to `event: hermes.tool.progress` SSE events (value `events`, `1` or `true`); without
 /// it tool progress travels as SSE comment lines, which every standard client skips.
 pub const TOOL_PROGRESS_HEADER: &str = "x-hermes-tool-progress";
@@ -141,6 +144,8 @@ pub struct TurnInput {
     /// Results of the client's tool calls: when present the turn continues from them and
     /// `user` is unused.
     pub tool_results: Vec<Message>,
+    /// The client's `X-Hermes-Session-Key`: scopes the memory provider's facts.
+    pub memory_scope: Option<String>,
 }
 
 /// The [`Interaction`](hermes_tools::Interaction) a turn asks for approvals.
@@ -625,6 +630,7 @@ async fn capabilities(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Respo
                 "audio_api": false,
                 "realtime_voice": false,
                 "session_continuity_header": "X-Hermes-Session-Id",
+                "session_key_header": "X-Hermes-Session-Key",
                 // Beyond the Python Hermes: tools defined by the client, handed back to it.
                 "client_tools": true,
                 "sse_keepalive_seconds": s.config.sse_keepalive.as_secs_f64(),
@@ -721,6 +727,47 @@ pub(crate) fn session_header(
         )));
     }
     Ok(Some(id.to_string()))
+}
+
+/// The memory scope a request names ([`SESSION_KEY_HEADER`]): `Ok(None)` without the header.
+/// As in the Python Hermes, choosing a scope reaches another client's memories, so it needs a
+/// configured key (403 without one); keys with control characters (they would break the echo)
+/// or longer than 256 bytes are refused (400).
+pub(crate) fn session_key_header(
+    s: &Shared,
+    headers: &HeaderMap,
+) -> Result<Option<String>, Box<Response>> {
+    let Some(raw) = headers.get(SESSION_KEY_HEADER) else {
+        return Ok(None);
+    };
+    let key = raw.to_str().map(str::trim).unwrap_or("\u{0}");
+    if key.is_empty() {
+        return Ok(None);
+    }
+    if s.config.key.as_deref().is_none_or(str::is_empty) {
+        return Err(Box::new(error_response(
+            StatusCode::FORBIDDEN,
+            "X-Hermes-Session-Key requires API key authentication. Configure API_SERVER_KEY to enable this feature.",
+            "invalid_request_error",
+            Some("session_key_forbidden"),
+        )));
+    }
+    if key.len() > MAX_SESSION_ID_LEN || key.chars().any(char::is_control) {
+        return Err(Box::new(error_response(
+            StatusCode::BAD_REQUEST,
+            "Invalid session key",
+            "invalid_request_error",
+            Some("invalid_session_key"),
+        )));
+    }
+    Ok(Some(key.to_string()))
+}
+
+/// Echoes the memory scope of the request on its answer.
+pub(crate) fn set_session_key_header(response: &mut Response, key: Option<&str>) {
+    if let Some(v) = key.and_then(|k| HeaderValue::from_str(k).ok()) {
+        response.headers_mut().insert(SESSION_KEY_HEADER, v);
+    }
 }
 
 /// Whether the client asked for `event: hermes.tool.progress` events ([`TOOL_PROGRESS_HEADER`]).

@@ -50,7 +50,6 @@ struct Inner {
     home: HermesHome,
     config: Config,
     env: Environment,
-    memory_settings: MemorySettings,
     shared: SharedTools,
     /// Built providers by model choice, most recently used last.
     providers: Mutex<Vec<(Overrides, Arc<Providers>)>>,
@@ -107,7 +106,6 @@ impl Runtime {
                 home,
                 config,
                 env,
-                memory_settings,
                 shared,
                 providers: Mutex::new(Vec::new()),
                 mcp: Mutex::new(McpServers::default()),
@@ -270,12 +268,6 @@ impl Runtime {
         } else {
             tools
         };
-        if !self.inner.memory_settings.provider.trim().is_empty() {
-            self.warn(&format!(
-                "memory.provider `{}` is not available in this build; using the built-in memory files",
-                self.inner.memory_settings.provider.trim()
-            ));
-        }
         Ok((tools, skills))
     }
 

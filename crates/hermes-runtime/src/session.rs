@@ -159,6 +159,7 @@ impl Session {
             prepared.system_prompt.clone(),
             options,
             tool_ctx.clone(),
+            spec.memory_scope.as_deref(),
         )?;
         let recorder = persistence.start(&agent, handle.clone(), runtime.store_writer());
         let history = persistence.history();
@@ -554,6 +555,7 @@ impl Session {
             system_prompt.clone(),
             options,
             self.tool_ctx.clone(),
+            spec.memory_scope.as_deref(),
         )?;
         self.judge.switch(&providers);
         self.agent = agent;
@@ -601,6 +603,7 @@ impl Session {
             self.system_prompt.clone(),
             options,
             self.tool_ctx.clone(),
+            self.spec.memory_scope.as_deref(),
         )?;
         self.agent = agent;
         self.tools = tools;
@@ -623,6 +626,7 @@ fn build_agent(
     system_prompt: String,
     options: AgentOptions,
     tool_ctx: ToolContext,
+    memory_scope: Option<&str>,
 ) -> Result<Agent, SessionError> {
     let config = runtime.config();
     let compression: CompressionSettings = config.section("compression")?;
@@ -649,7 +653,28 @@ fn build_agent(
         )?;
         agent = agent.with_compressor(Compressor::new(compression, &model, aux));
     }
+    attach_memory_provider(runtime, &mut agent, memory_scope);
     Ok(agent)
+}
+
+/// Attaches the provider `memory.provider` names. A provider that is unknown or cannot open
+/// its store is a warning: the session runs on the built-in memory alone.
+fn attach_memory_provider(runtime: &Runtime, agent: &mut Agent, scope: Option<&str>) {
+    match crate::holographic::from_config(&runtime.config().raw, runtime.home(), scope) {
+        Ok(None) => {}
+        Ok(Some(provider)) => {
+            if provider.settings().auto_extract {
+                runtime.warn(
+                    "plugins.hermes-memory-store.auto_extract is not supported in this build; facts are stored only through the fact_store tool",
+                );
+            }
+            match agent.attach_memory_provider(provider) {
+                Ok(warnings) => warnings.iter().for_each(|w| runtime.warn(w)),
+                Err(e) => runtime.warn(&e.to_string()),
+            }
+        }
+        Err(e) => runtime.warn(&e.to_string()),
+    }
 }
 
 /// The turn-loop settings of a session, and warnings about the reasoning settings.

@@ -94,6 +94,9 @@ pub struct SessionSpec {
     /// `instructions`): appended to the assembled system prompt, so the model still gets one
     /// system message (strict chat templates reject a second one).
     pub instructions: Option<String>,
+    /// Scopes the external memory provider's facts (an API client's `X-Hermes-Session-Key`):
+    /// facts written in the session carry it and recall sees only facts carrying it.
+    pub memory_scope: Option<String>,
 }
 
 impl SessionSpec {
@@ -112,6 +115,7 @@ impl SessionSpec {
             save_trajectories: false,
             origin: None,
             instructions: None,
+            memory_scope: None,
         }
     }
 }

@@ -21,8 +21,8 @@ use tokio::sync::{OwnedSemaphorePermit, mpsc};
 
 use super::{
     Shared, TurnInput, TurnOutcome, admit, body_bytes, check_auth, json_response, new_id, run_turn,
-    runner_error_response, session_header, set_session_header, sse_response, turn_error_response,
-    unix_now, wants_progress_events,
+    runner_error_response, session_header, session_key_header, set_session_header,
+    set_session_key_header, sse_response, turn_error_response, unix_now, wants_progress_events,
 };
 use crate::outcome;
 use crate::wire::{self, ChatRequest, Completion};
@@ -47,6 +47,10 @@ pub(crate) async fn chat_completions(
         Ok(id) => id,
         Err(r) => return *r,
     };
+    let key = match session_key_header(&s, &headers) {
+        Ok(k) => k,
+        Err(r) => return *r,
+    };
     let permit = match admit(&s) {
         Ok(p) => p,
         Err(r) => return *r,
@@ -61,7 +65,8 @@ pub(crate) async fn chat_completions(
     };
     let mut input = turn_input(&request, session.clone());
     input.route = s.route(request.model.as_deref());
-    if request.stream {
+    input.memory_scope = key.clone();
+    let mut response = if request.stream {
         streamed(
             &s,
             input,
@@ -73,7 +78,9 @@ pub(crate) async fn chat_completions(
         )
     } else {
         answered(&s, input, completion, permit).await
-    }
+    };
+    set_session_key_header(&mut response, key.as_deref());
+    response
 }
 
 /// A turn of this request: with a stored session, its conversation comes from the store and
@@ -89,6 +96,7 @@ fn turn_input(r: &ChatRequest, session: Option<String>) -> TurnInput {
         route: None,
         tools: r.tools.clone(),
         tool_results: r.tool_results.clone(),
+        memory_scope: None,
     }
 }
 

@@ -20,8 +20,8 @@ use tokio::sync::mpsc;
 use super::response_store::StoredResponse;
 use super::{
     RunnerError, Shared, TurnInput, TurnOutcome, admit, body_bytes, check_auth, error_response,
-    json_response, new_id, run_turn, runner_error_response, set_session_header, sse_response,
-    turn_error_response, unix_now,
+    json_response, new_id, run_turn, runner_error_response, session_key_header, set_session_header,
+    set_session_key_header, sse_response, turn_error_response, unix_now,
 };
 use crate::outcome;
 
@@ -404,6 +404,7 @@ pub(crate) fn turn_of(
         route: s.route(r.model.as_deref()),
         tools: r.tools.clone(),
         tool_results: r.tool_results.clone(),
+        memory_scope: None,
     };
     Ok((input, instructions))
 }
@@ -466,10 +467,15 @@ pub(crate) async fn create(
         Ok(r) => r,
         Err(r) => return *r,
     };
-    let (input, instructions) = match turn_of(&s, &request) {
+    let key = match session_key_header(&s, &headers) {
+        Ok(k) => k,
+        Err(r) => return *r,
+    };
+    let (mut input, instructions) = match turn_of(&s, &request) {
         Ok(t) => t,
         Err(r) => return *r,
     };
+    input.memory_scope = key.clone();
     let permit = match admit(&s) {
         Ok(p) => p,
         Err(r) => return *r,
@@ -486,7 +492,9 @@ pub(crate) async fn create(
         store: request.store,
     };
     if request.stream {
-        return streamed(s, input, envelope, permit);
+        let mut response = streamed(s, input, envelope, permit);
+        set_session_key_header(&mut response, key.as_deref());
+        return response;
     }
     let events: Arc<dyn EventSink> = Arc::new(|_: AgentEvent| {});
     let outcome = match run_turn(&s, input, events, permit).await {
@@ -510,6 +518,7 @@ pub(crate) async fn create(
         }
     };
     set_session_header(&mut response, outcome.session_id.as_deref());
+    set_session_key_header(&mut response, key.as_deref());
     response
 }
 

@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 use super::responses::{authorized_request, turn_of};
 use super::{
     Approver, Shared, admit, body_bytes, check_auth, error_response, json_response, new_id,
-    sse_response,
+    session_key_header, set_session_key_header, sse_response,
 };
 
 /// Runs remembered at once (Python keeps its run table unbounded; we do not).
@@ -203,10 +203,15 @@ pub(crate) async fn start(
         Ok(r) => r,
         Err(r) => return *r,
     };
+    let key = match session_key_header(&s, &headers) {
+        Ok(k) => k,
+        Err(r) => return *r,
+    };
     let (mut input, _) = match turn_of(&s, &request) {
         Ok(t) => t,
         Err(r) => return *r,
     };
+    input.memory_scope = key.clone();
     let permit = match admit(&s) {
         Ok(p) => p,
         Err(r) => return *r,
@@ -288,10 +293,12 @@ pub(crate) async fn start(
         }
         run.close();
     });
-    json_response(
+    let mut response = json_response(
         StatusCode::ACCEPTED,
         json!({"run_id": id, "status": "started"}),
-    )
+    );
+    set_session_key_header(&mut response, key.as_deref());
+    response
 }
 
 fn not_found(id: &str) -> Response {

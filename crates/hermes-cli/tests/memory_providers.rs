@@ -1,0 +1,273 @@
+//! External memory providers through the real binary: `memory.provider: holographic` gives
+//! the model `fact_store` and `fact_feedback`, and every later session recalls the matching
+//! facts into the user's message (fenced as memory context), ordered by relevance × trust.
+//! An unknown provider is a warning and the session runs without one.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+
+use hermes_testkit::{MockServer, Script, TestHome, Turn};
+use serde_json::{Value, json};
+
+const HOLOGRAPHIC: &str = "memory:\n  provider: holographic\n";
+
+fn home_with(server: &MockServer, extra_yaml: &str) -> TestHome {
+    let home = TestHome::new();
+    home.write_config(&format!(
+        "{}{extra_yaml}",
+        hermes_testkit::mock_config_yaml(server)
+    ));
+    home
+}
+
+/// The content of the last user message of a captured request.
+fn user_message(request: &Value) -> String {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rfind(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_else(|| panic!("no user message in {request}"))
+        .to_string()
+}
+
+/// The tool results of a captured request, in order, parsed.
+fn tool_results(request: &Value) -> Vec<Value> {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            let c = m["content"].as_str().unwrap();
+            serde_json::from_str(c).unwrap_or_else(|_| Value::String(c.to_string()))
+        })
+        .collect()
+}
+
+fn tool_names(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn oneshot(home: &TestHome, prompt: &str) {
+    let o = run(home, &["-z", prompt]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn a_fact_added_in_one_session_is_recalled_into_the_next() {
+    let server = MockServer::start(Script::new(vec![
+        Turn::tool(
+            "fact_store",
+            json!({"action": "add", "content": "The user's editor is Helix", "category": "user_pref"}),
+        ),
+        Turn::text("Noted."),
+        Turn::text("Helix."),
+    ]));
+    let home = home_with(&server, HOLOGRAPHIC);
+    let o = run(&home, &["-z", "I use Helix"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "", "no warning for a known provider");
+    let reqs = server.chat_requests();
+    let names = tool_names(&reqs[0]);
+    assert!(
+        names.contains(&"fact_store".to_string()) && names.contains(&"fact_feedback".to_string())
+    );
+    assert_eq!(
+        user_message(&reqs[0]),
+        "I use Helix",
+        "nothing to recall yet"
+    );
+    assert_eq!(
+        tool_results(&reqs[1]),
+        vec![json!({"fact_id": 1, "status": "added"})]
+    );
+    assert!(home.hermes_home().join("memory_store.db").is_file());
+
+    oneshot(&home, "Which editor do I use?");
+    let sent = user_message(&server.chat_requests()[2]);
+    assert!(
+        sent.starts_with("Which editor do I use?\n\n<memory-context>"),
+        "{sent}"
+    );
+    assert!(
+        sent.contains("## Holographic Memory\n- [0.50] The user's editor is Helix"),
+        "{sent}"
+    );
+    assert!(sent.contains("memory provider `holographic`"), "{sent}");
+}
+
+#[test]
+fn feedback_reorders_recall_and_search_list_remove_work() {
+    let server = MockServer::start(Script::new(vec![
+        // Session 1: two facts.
+        Turn::tool(
+            "fact_store",
+            json!({"action": "add", "content": "coffee order: flat white"}),
+        ),
+        Turn::tool(
+            "fact_store",
+            json!({"action": "add", "content": "coffee order: cortado"}),
+        ),
+        Turn::text("ok"),
+        // Session 2: the cortado fact turns out wrong.
+        Turn::tool(
+            "fact_feedback",
+            json!({"action": "unhelpful", "fact_id": 2}),
+        ),
+        Turn::text("sorry"),
+        // Session 3: search, list, remove the flat white.
+        Turn::tool("fact_store", json!({"action": "search", "query": "coffee"})),
+        Turn::tool("fact_store", json!({"action": "list"})),
+        Turn::tool("fact_store", json!({"action": "remove", "fact_id": 1})),
+        Turn::tool("fact_store", json!({"action": "frobnicate"})),
+        Turn::text("done"),
+        // Session 4.
+        Turn::text("cortado"),
+    ]));
+    let home = home_with(&server, HOLOGRAPHIC);
+    oneshot(&home, "remember my coffee orders");
+
+    oneshot(&home, "what is my coffee order?");
+    let reqs = server.chat_requests();
+    let sent = user_message(&reqs[3]);
+    let (cortado, flat) = (
+        sent.find("cortado").unwrap(),
+        sent.find("flat white").unwrap(),
+    );
+    assert!(
+        cortado < flat,
+        "shorter, closer match first at equal trust: {sent}"
+    );
+    let fb = &tool_results(&reqs[4])[0];
+    assert_eq!(fb["old_trust"], json!(0.5));
+    assert_eq!(fb["new_trust"], json!(0.4));
+
+    oneshot(&home, "what is my coffee order?");
+    let reqs = server.chat_requests();
+    let sent = user_message(&reqs[5]);
+    assert!(
+        sent.contains("- [0.50] coffee order: flat white\n- [0.40] coffee order: cortado"),
+        "lower trust sinks: {sent}"
+    );
+    let results = tool_results(&reqs[9]);
+    let search = &results[0];
+    assert_eq!(search["count"], 2);
+    assert_eq!(search["results"][0]["content"], "coffee order: flat white");
+    let list = &results[1];
+    assert_eq!(list["count"], 2);
+    assert_eq!(list["facts"][0]["trust_score"], json!(0.5));
+    assert_eq!(results[2], json!({"removed": true}));
+    assert!(
+        results[3]
+            .to_string()
+            .contains("unknown action `frobnicate`"),
+        "{}",
+        results[3]
+    );
+
+    oneshot(&home, "coffee order?");
+    let sent = user_message(&server.chat_requests()[10]);
+    assert!(sent.contains("- [0.40] coffee order: cortado"), "{sent}");
+    assert!(!sent.contains("flat white"), "{sent}");
+}
+
+#[test]
+fn an_unknown_provider_is_a_warning_and_the_session_still_works() {
+    let server = MockServer::start(Script::new(vec![Turn::text("hello")]));
+    let home = home_with(&server, "memory:\n  provider: mem0\n");
+    let o = run(&home, &["-z", "hi"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "hello\n");
+    assert!(
+        stderr(&o).contains(
+            "memory.provider `mem0` is not available in this build (available: holographic)"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    let reqs = server.chat_requests();
+    assert!(!tool_names(&reqs[0]).contains(&"fact_store".to_string()));
+    assert_eq!(user_message(&reqs[0]), "hi");
+}
+
+#[test]
+fn db_path_and_trust_settings_are_honoured() {
+    let server = MockServer::start(Script::new(vec![
+        Turn::tool(
+            "fact_store",
+            json!({"action": "add", "content": "Project Zephyr ships in May"}),
+        ),
+        Turn::text("ok"),
+        Turn::text("May"),
+    ]));
+    let home = home_with(
+        &server,
+        "memory:\n  provider: holographic\nplugins:\n  hermes-memory-store:\n    db_path: $HERMES_HOME/facts/store.db\n    default_trust: 0.8\n",
+    );
+    oneshot(&home, "note the Zephyr date");
+    assert!(home.hermes_home().join("facts/store.db").is_file());
+    assert!(!home.hermes_home().join("memory_store.db").exists());
+    oneshot(&home, "When does Zephyr ship?");
+    let sent = user_message(&server.chat_requests()[2]);
+    assert!(
+        sent.contains("- [0.80] Project Zephyr ships in May"),
+        "{sent}"
+    );
+}
+
+#[test]
+fn memory_status_shows_the_provider_and_its_fact_count() {
+    let server = MockServer::start(Script::new(vec![
+        Turn::tool(
+            "fact_store",
+            json!({"action": "add", "content": "Likes rust"}),
+        ),
+        Turn::tool(
+            "fact_store",
+            json!({"action": "add", "content": "Lives in Lyon"}),
+        ),
+        Turn::text("ok"),
+    ]));
+    let home = home_with(&server, HOLOGRAPHIC);
+    let o = run(&home, &["memory", "status"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let db = home.hermes_home().join("memory_store.db");
+    assert!(
+        stdout(&o).ends_with(&format!(
+            "Memory provider: holographic · 0 facts · {}\n",
+            db.display()
+        )),
+        "{}",
+        stdout(&o)
+    );
+    oneshot(&home, "remember");
+    let o = run(&home, &["memory", "status"]);
+    assert!(
+        stdout(&o).contains("Memory provider: holographic · 2 facts · "),
+        "{}",
+        stdout(&o)
+    );
+
+    let other = home_with(&server, "memory:\n  provider: mem0\n");
+    let o = run(&other, &["memory"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("Memory provider: memory.provider `mem0` is not available in this build (available: holographic)"),
+        "{}",
+        stdout(&o)
+    );
+    let plain = home_with(&server, "");
+    assert!(!stdout(&run(&plain, &["memory"])).contains("Memory provider"));
+}

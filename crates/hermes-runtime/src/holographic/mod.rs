@@ -1,0 +1,185 @@
+//! The `holographic` memory provider (Python's `hermes-memory-store` plugin): a local SQLite
+//! fact store the model writes through the `fact_store` tool and rates through
+//! `fact_feedback`; before each turn the facts best matching the user's message (FTS5 rank and
+//! word overlap, times trust) are recalled into it. Selected with `memory.provider:
+//! holographic`; settings under `plugins.hermes-memory-store`.
+
+mod store;
+mod tools;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use hermes_config::HermesHome;
+use hermes_core::memory::provider::{MemoryProvider, ProviderError};
+use hermes_tools::Tool;
+use serde_json::Value;
+
+pub use store::{Fact, FactStore, FactUpdate, Feedback, SearchQuery, StoreError};
+
+/// The provider names this build can attach.
+pub const PROVIDERS: &[&str] = &["holographic"];
+
+/// Facts recalled before a turn, at most.
+const RECALL_FACTS: usize = 5;
+/// Characters of one recalled fact, at most: recall is a hint, not a document.
+const RECALL_FACT_CHARS: usize = 400;
+
+/// `plugins.hermes-memory-store`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    pub db_path: PathBuf,
+    pub default_trust: f64,
+    pub min_trust: f64,
+    pub auto_extract: bool,
+}
+
+impl Settings {
+    /// Reads the settings from the whole config document; `$HERMES_HOME` and `~` in
+    /// `db_path` are expanded, a relative path is under the home.
+    pub fn from_config(raw: &Value, home: &HermesHome) -> Settings {
+        let section = raw.pointer("/plugins/hermes-memory-store");
+        let get = |key: &str| section.and_then(|s| s.get(key));
+        let number = |key: &str, default: f64| {
+            get(key)
+                .and_then(|v| v.as_f64().or_else(|| v.as_str()?.trim().parse().ok()))
+                .unwrap_or(default)
+        };
+        let root = home.root().display().to_string();
+        let db_path = match get("db_path").and_then(Value::as_str) {
+            Some(p) if !p.trim().is_empty() => {
+                let p = p
+                    .replace("${HERMES_HOME}", &root)
+                    .replace("$HERMES_HOME", &root);
+                let p = match (p.strip_prefix("~/"), std::env::var_os("HOME")) {
+                    (Some(rest), Some(h)) => PathBuf::from(h).join(rest),
+                    _ => PathBuf::from(p),
+                };
+                home.root().join(p)
+            }
+            _ => home.root().join("memory_store.db"),
+        };
+        let auto_extract = match get("auto_extract") {
+            Some(Value::Bool(b)) => *b,
+            Some(Value::String(s)) => s.eq_ignore_ascii_case("true"),
+            _ => false,
+        };
+        Settings {
+            db_path,
+            default_trust: number("default_trust", 0.5),
+            min_trust: number("min_trust_threshold", 0.3),
+            auto_extract,
+        }
+    }
+}
+
+/// The provider `memory.provider` names, or why none is attached.
+#[derive(Debug, thiserror::Error)]
+pub enum SelectError {
+    #[error(
+        "memory.provider `{0}` is not available in this build (available: {providers}); continuing without an external memory provider",
+        providers = PROVIDERS.join(", ")
+    )]
+    Unknown(String),
+    #[error("memory provider `holographic` not attached: {0}")]
+    Open(#[from] StoreError),
+}
+
+/// The provider named by `memory.provider`, `None` when none is configured. `scope` (an
+/// API client's `X-Hermes-Session-Key`) limits it to the facts written under that scope.
+pub fn from_config(
+    raw: &Value,
+    home: &HermesHome,
+    scope: Option<&str>,
+) -> Result<Option<Arc<HolographicProvider>>, SelectError> {
+    let name = raw
+        .pointer("/memory/provider")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .unwrap_or("");
+    match name {
+        "" | "builtin" | "none" => Ok(None),
+        "holographic" | "hermes-memory-store" => Ok(Some(Arc::new(HolographicProvider::open(
+            Settings::from_config(raw, home),
+            scope.unwrap_or(""),
+        )?))),
+        other => Err(SelectError::Unknown(other.to_string())),
+    }
+}
+
+pub struct HolographicProvider {
+    store: Arc<Mutex<FactStore>>,
+    settings: Settings,
+}
+
+impl HolographicProvider {
+    pub fn open(settings: Settings, scope: &str) -> Result<Self, StoreError> {
+        let store = FactStore::open(&settings.db_path, settings.default_trust)?.scoped(scope);
+        Ok(HolographicProvider {
+            store: Arc::new(Mutex::new(store)),
+            settings,
+        })
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// How many facts are stored.
+    pub fn count(&self) -> Result<i64, StoreError> {
+        lock(&self.store).count()
+    }
+
+    /// The recall block for `query`: the best facts with their trust, empty when none match.
+    pub fn recall(&self, query: &str) -> Result<String, StoreError> {
+        let facts = lock(&self.store).search(&SearchQuery {
+            text: query,
+            category: None,
+            min_trust: self.settings.min_trust,
+            limit: RECALL_FACTS,
+        })?;
+        if facts.is_empty() {
+            return Ok(String::new());
+        }
+        let lines: Vec<String> = facts
+            .iter()
+            .map(|f| {
+                let content: String = f.content.chars().take(RECALL_FACT_CHARS).collect();
+                format!("- [{:.2}] {content}", f.trust_score)
+            })
+            .collect();
+        Ok(format!("## Holographic Memory\n{}", lines.join("\n")))
+    }
+}
+
+/// The store stays usable after a panic elsewhere: every write is one statement.
+fn lock(store: &Mutex<FactStore>) -> std::sync::MutexGuard<'_, FactStore> {
+    store.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[async_trait::async_trait]
+impl MemoryProvider for HolographicProvider {
+    fn name(&self) -> &str {
+        "holographic"
+    }
+
+    async fn prefetch(&self, query: &str) -> Result<String, ProviderError> {
+        self.recall(query).map_err(|e| ProviderError(e.to_string()))
+    }
+
+    /// Facts are written by the model through `fact_store`, never from the raw exchange
+    /// (as in Python, where only the opt-in session-end extraction writes on its own).
+    async fn sync_turn(&self, _user: &str, _assistant: &str) -> Result<(), ProviderError> {
+        Ok(())
+    }
+
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        vec![
+            Arc::new(tools::FactStoreTool::new(
+                self.store.clone(),
+                self.settings.min_trust,
+            )),
+            Arc::new(tools::FactFeedbackTool::new(self.store.clone())),
+        ]
+    }
+}
