@@ -687,6 +687,33 @@ pub(crate) fn check_auth(s: &Shared, headers: &HeaderMap) -> Option<Response> {
     ))
 }
 
+/// The trimmed value of a header that only a keyed server accepts (`Ok(None)`: absent or
+/// empty), or the 403 naming why: both session headers reach stored data of other clients.
+fn keyed_header<'h>(
+    s: &Shared,
+    headers: &'h HeaderMap,
+    name: &str,
+    forbidden: &str,
+    code: &str,
+) -> Result<Option<&'h str>, Box<Response>> {
+    let Some(raw) = headers.get(name) else {
+        return Ok(None);
+    };
+    let value = raw.to_str().map(str::trim).unwrap_or("\u{0}");
+    if value.is_empty() {
+        return Ok(None);
+    }
+    if s.config.key.as_deref().is_none_or(str::is_empty) {
+        return Err(Box::new(error_response(
+            StatusCode::FORBIDDEN,
+            forbidden,
+            "invalid_request_error",
+            Some(code),
+        )));
+    }
+    Ok(Some(value))
+}
+
 /// The stored session a request asks to continue ([`SESSION_ID_HEADER`]): `Ok(None)` without
 /// the header. As in the Python Hermes, continuing exposes a stored conversation, so it needs
 /// a configured key (403 without one); ids with control characters or path separators, or
@@ -695,21 +722,16 @@ pub(crate) fn session_header(
     s: &Shared,
     headers: &HeaderMap,
 ) -> Result<Option<String>, Box<Response>> {
-    let Some(raw) = headers.get(SESSION_ID_HEADER) else {
+    let Some(id) = keyed_header(
+        s,
+        headers,
+        SESSION_ID_HEADER,
+        "Session continuation requires API key authentication: set API_SERVER_KEY",
+        "session_continuation_forbidden",
+    )?
+    else {
         return Ok(None);
     };
-    let id = raw.to_str().map(str::trim).unwrap_or("\u{0}");
-    if id.is_empty() {
-        return Ok(None);
-    }
-    if s.config.key.as_deref().is_none_or(str::is_empty) {
-        return Err(Box::new(error_response(
-            StatusCode::FORBIDDEN,
-            "Session continuation requires API key authentication: set API_SERVER_KEY",
-            "invalid_request_error",
-            Some("session_continuation_forbidden"),
-        )));
-    }
     if id.len() > MAX_SESSION_ID_LEN {
         return Err(Box::new(error_response(
             StatusCode::BAD_REQUEST,
@@ -737,21 +759,16 @@ pub(crate) fn session_key_header(
     s: &Shared,
     headers: &HeaderMap,
 ) -> Result<Option<String>, Box<Response>> {
-    let Some(raw) = headers.get(SESSION_KEY_HEADER) else {
+    let Some(key) = keyed_header(
+        s,
+        headers,
+        SESSION_KEY_HEADER,
+        "X-Hermes-Session-Key requires API key authentication. Configure API_SERVER_KEY to enable this feature.",
+        "session_key_forbidden",
+    )?
+    else {
         return Ok(None);
     };
-    let key = raw.to_str().map(str::trim).unwrap_or("\u{0}");
-    if key.is_empty() {
-        return Ok(None);
-    }
-    if s.config.key.as_deref().is_none_or(str::is_empty) {
-        return Err(Box::new(error_response(
-            StatusCode::FORBIDDEN,
-            "X-Hermes-Session-Key requires API key authentication. Configure API_SERVER_KEY to enable this feature.",
-            "invalid_request_error",
-            Some("session_key_forbidden"),
-        )));
-    }
     if key.len() > MAX_SESSION_ID_LEN || key.chars().any(char::is_control) {
         return Err(Box::new(error_response(
             StatusCode::BAD_REQUEST,
