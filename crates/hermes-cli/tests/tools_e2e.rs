@@ -197,11 +197,15 @@ fn clarify_asks_in_the_interactive_chat() {
 
 #[test]
 fn a_background_job_is_polled_over_three_turns() {
-    let job = "for i in 1 2 3; do echo tick $i; sleep 0.4; done; echo finished";
+    let job = "for i in 1 2 3; do echo tick $i; sleep 1; done; echo finished";
     let server = MockServer::start(Script::new(vec![
         Turn::tool("terminal", json!({"command": job, "background": true})),
         Turn::text("started"),
-        Turn::tool("process", json!({"action": "poll", "id": "proc_1"})),
+        // The poll comes a moment later, as a user's next message would: polled at once on a
+        // loaded machine, the shell had not printed its first line yet (a flaky failure).
+        Reply::tool_call("process", json!({"action": "poll", "id": "proc_1"}))
+            .with_delay_ms(700)
+            .into(),
         Turn::text("still going"),
         Turn::tool(
             "process",
