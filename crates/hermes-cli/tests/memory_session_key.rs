@@ -1,6 +1,7 @@
 //! `X-Hermes-Session-Key` through `hermes gateway`: the API server refuses it without
 //! `API_SERVER_KEY` (403) and refuses malformed keys (400); otherwise it is echoed on the
-//! answer of `/v1/chat/completions`, `/v1/responses` and `/v1/runs`, and scopes the memory
+//! answer of `/v1/chat/completions`, `/v1/responses`, `/v1/runs` and `/api/sessions/{id}/chat`,
+//! and scopes the memory
 //! provider: facts a turn stores under one key are recalled only for that key.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -62,6 +63,10 @@ fn the_header_needs_a_server_key() {
         ("/v1/chat/completions", chat_body("hi")),
         ("/v1/responses", responses_body("hi")),
         ("/v1/runs", responses_body("hi")),
+        (
+            "/api/sessions/abc/chat",
+            json!({"message": "hi"}).to_string(),
+        ),
     ] {
         let r = http(&gw.addr, "POST", path, &[key], &body);
         assert_eq!(r.status, 403, "{path}: {}", r.body);
@@ -92,6 +97,7 @@ fn bad_keys_are_refused_and_two_keys_keep_their_facts_apart() {
         Turn::text("Noted."),
         Turn::text("I don't know."),
         Turn::text("Rex."),
+        Turn::text("Rex, still."),
     ]));
     let home = home_for(&server, "API_SERVER_KEY=k1\n");
     let gw = Gateway::start(&home, &[]);
@@ -164,5 +170,29 @@ fn bad_keys_are_refused_and_two_keys_keep_their_facts_apart() {
         .query_row("SELECT scope FROM facts", [], |r| r.get(0))
         .unwrap();
     assert_eq!(scope, "alice");
+
+    // A turn in a stored session is scoped the same way.
+    let r = http(
+        &gw.addr,
+        "POST",
+        "/api/sessions",
+        &[auth],
+        &json!({"id": "scoped"}).to_string(),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let r = http(
+        &gw.addr,
+        "POST",
+        "/api/sessions/scoped/chat",
+        &[auth, alice],
+        &json!({"message": "And my dog?"}).to_string(),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(echoed(&r).as_deref(), Some("alice"));
+    let sent = user_message(&server.chat_requests()[4]);
+    assert!(
+        sent.contains("The user's dog is called Rex"),
+        "recalled in the session turn: {sent}"
+    );
     gw.terminate();
 }

@@ -90,9 +90,14 @@ async fn prepare(
     if let Some(denied) = check_auth(s, headers) {
         return Err(Box::new(denied));
     }
+    // The memory scope, as on chat completions (403 without a server key, 400 malformed).
+    let memory_scope = super::session_key_header(s, headers)?;
     existing(s, id).await?;
     let body = json_object(body)?;
-    let input = turn_of(&body, id)?;
+    let input = TurnInput {
+        memory_scope,
+        ..turn_of(&body, id)?
+    };
     let permit = admit(s)?;
     Ok((input, permit))
 }
@@ -108,6 +113,7 @@ pub(crate) async fn chat(
         Ok(p) => p,
         Err(r) => return *r,
     };
+    let scope = input.memory_scope.clone();
     let events: Arc<dyn EventSink> = Arc::new(|_: AgentEvent| {});
     let outcome = match run_turn(&s, input, events, permit).await {
         Ok(o) => o,
@@ -127,6 +133,7 @@ pub(crate) async fn chat(
         ),
     };
     set_session_header(&mut response, Some(&session_id));
+    super::set_session_key_header(&mut response, scope.as_deref());
     response
 }
 
@@ -172,6 +179,7 @@ pub(crate) async fn chat_stream(
         run_id: new_id("run_"),
         seq: AtomicU64::new(0),
     });
+    let scope = input.memory_scope.clone();
     let message_id = new_id("msg_");
     events.send(
         "run.started",
@@ -193,6 +201,7 @@ pub(crate) async fn chat_stream(
     });
     let mut response = sse_response(rx, cancel.drop_guard(), s.config.sse_keepalive);
     set_session_header(&mut response, Some(&id));
+    super::set_session_key_header(&mut response, scope.as_deref());
     response
 }
 
