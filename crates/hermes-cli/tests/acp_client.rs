@@ -112,23 +112,8 @@ fn the_acp_python_client_drives_edits_permissions_cancel_and_load() {
         .arg(&work)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let steps: Vec<Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let step = |name: &str| {
-        steps
-            .iter()
-            .find(|s| s["step"] == name)
-            .unwrap_or_else(|| panic!("no step {name}: {stdout}"))
-            .clone()
-    };
+    let steps = common::venv::Steps::of(out);
+    let step = |name: &str| steps.get(name);
 
     let init = step("initialize");
     assert_eq!(init["response"]["protocolVersion"], 1);

@@ -93,23 +93,8 @@ fn the_openai_sdk_drives_chat_completions_and_responses() {
         .arg("sdk-key")
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let steps: Vec<Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let step = |name: &str| {
-        steps
-            .iter()
-            .find(|s| s["step"] == name)
-            .unwrap_or_else(|| panic!("no step {name}: {stdout}"))
-            .clone()
-    };
+    let steps = common::venv::Steps::of(out);
+    let step = |name: &str| steps.get(name);
 
     // The README loop survived the tool turn and printed exactly the answer.
     assert_eq!(step("readme_stream")["text"], "The tool ran.");

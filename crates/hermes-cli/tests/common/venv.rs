@@ -61,3 +61,36 @@ impl Venv {
         }
     }
 }
+
+/// The steps a test client script printed, one JSON object per stdout line (`{"step": NAME,
+/// ...}`), after checking it succeeded.
+pub struct Steps {
+    stdout: String,
+    steps: Vec<serde_json::Value>,
+}
+
+impl Steps {
+    /// Reads a finished client's output; panics with its stdout and stderr when it failed.
+    pub fn of(out: std::process::Output) -> Steps {
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            out.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let steps = stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        Steps { stdout, steps }
+    }
+
+    /// The step called `name`.
+    pub fn get(&self, name: &str) -> serde_json::Value {
+        self.steps
+            .iter()
+            .find(|s| s["step"] == name)
+            .unwrap_or_else(|| panic!("no step {name}: {}", self.stdout))
+            .clone()
+    }
+}
