@@ -113,6 +113,12 @@ pub struct CommonArgs {
     #[arg(long)]
     pub yolo: bool,
 
+    /// The OS sandbox of commands: workspace-write (the default where the kernel supports
+    /// it: writes only in the working directory, temp and caches; no network), read-only, or
+    /// off (overrides terminal.sandbox in config.yaml).
+    #[arg(long, value_name = "MODE")]
+    pub sandbox: Option<hermes_tools::sandbox::SandboxMode>,
+
     /// Reasoning effort: none, minimal, low, medium, high, xhigh or max (overrides
     /// agent.reasoning_effort and its per-model overrides).
     #[arg(long = "reasoning-effort", value_name = "LEVEL")]
@@ -162,6 +168,7 @@ impl CommonArgs {
             base_url: later.base_url.clone().or_else(|| self.base_url.clone()),
             toolsets: later.toolsets.clone().or_else(|| self.toolsets.clone()),
             yolo: self.yolo || later.yolo,
+            sandbox: later.sandbox.or(self.sandbox),
             reasoning_effort: later
                 .reasoning_effort
                 .clone()

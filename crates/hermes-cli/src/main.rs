@@ -44,9 +44,21 @@ use args::{Cli, Command};
 use error::CliError;
 
 fn main() -> ExitCode {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // A sandboxed command starting: restrict this process and exec the command, before
+    // anything else runs (and while there is only this thread).
+    if argv
+        .get(1)
+        .is_some_and(|a| a == hermes_tools::sandbox::LAUNCHER_ARG)
+    {
+        return hermes_tools::sandbox::launcher_main(&argv[2..]);
+    }
     // Commands the agent runs cannot read this process's environment or memory.
     hermes_tools::secrets::protect_process_environment();
-    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // This executable starts the agent's sandboxed commands.
+    if let Ok(exe) = std::env::current_exe() {
+        hermes_tools::sandbox::register_launcher(exe);
+    }
     let cli = match Cli::try_parse_from(&argv) {
         Ok(cli) => cli,
         // Only a command line clap refuses is compared with the Python Hermes's commands.

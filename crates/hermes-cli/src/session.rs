@@ -44,6 +44,7 @@ impl CommonArgs {
                 .as_deref()
                 .map(hermes_runtime::tools::parse_toolsets),
             yolo: self.yolo,
+            sandbox: self.sandbox,
             resume: match (&self.resume, self.continue_last) {
                 (Some(key), _) => Resume::Session(key.clone()),
                 (None, true) => Resume::Latest,

@@ -143,6 +143,7 @@ impl Session {
             judge: Some(judge.clone() as Arc<dyn CommandJudge>),
             known_secrets: known_secrets(provider_spec),
             session: handle.clone(),
+            sandbox: spec.sandbox,
         })?;
         tool_ctx.origin = spec.origin.clone().map(Arc::new);
         let (options, warnings) = agent_options(config, spec, provider_spec)?;

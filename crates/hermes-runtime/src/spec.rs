@@ -78,6 +78,8 @@ pub struct SessionSpec {
     pub toolsets: Option<Vec<String>>,
     /// Approve every flagged command (hardline ones stay refused).
     pub yolo: bool,
+    /// The OS sandbox of commands (`--sandbox`; else `terminal.sandbox` in config.yaml).
+    pub sandbox: Option<hermes_tools::sandbox::SandboxMode>,
     pub resume: Resume,
     /// Model calls per turn (else `agent.max_turns`).
     pub max_turns: Option<u32>,
@@ -108,6 +110,7 @@ impl SessionSpec {
             model: Overrides::default(),
             toolsets: None,
             yolo: false,
+            sandbox: None,
             resume: Resume::New,
             max_turns: None,
             reasoning_effort: None,

@@ -20,6 +20,7 @@ use crate::interaction::{Interaction, NonInteractive};
 use crate::process::ProcessRegistry;
 use crate::protect::ProtectedPaths;
 use crate::redact::Redactor;
+use crate::sandbox::{SandboxMode, SandboxSettings, SandboxState};
 use crate::search::RepeatGuard;
 use crate::secrets::ChildEnv;
 use crate::todo::TodoStore;
@@ -99,6 +100,8 @@ pub struct ToolContext {
     pub search_guard: Arc<RepeatGuard>,
     /// The chat this session talks in, when it is a gateway chat.
     pub origin: Option<Arc<ChatOrigin>>,
+    /// The OS sandbox commands run in (`terminal.sandbox`).
+    pub sandbox: Arc<SandboxState>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -108,6 +111,7 @@ impl std::fmt::Debug for ToolContext {
             .field("terminal_timeout", &self.terminal_timeout)
             .field("session", &self.session.id())
             .field("approvals", &self.approvals)
+            .field("sandbox", &self.sandbox)
             .finish_non_exhaustive()
     }
 }
@@ -127,11 +131,13 @@ pub struct SessionTools<'a> {
     /// `(name, value)`: redacted from tool output.
     pub known_secrets: Vec<(String, String)>,
     pub session: SessionHandle,
+    /// `--sandbox MODE` on the command line (else `terminal.sandbox` in config.yaml).
+    pub sandbox: Option<SandboxMode>,
 }
 
 impl ToolContext {
     /// A context for `cwd` with the process environment (minus secrets), a 180 s terminal
-    /// timeout, default approval settings and no user to ask.
+    /// timeout, default approval settings, no OS sandbox and no user to ask.
     pub fn new(cwd: PathBuf) -> ToolContext {
         let protected = ProtectedPaths::from_process();
         let checker = CommandChecker::new(protected.home(), protected.hermes_home());
@@ -154,6 +160,7 @@ impl ToolContext {
             protected: Arc::new(protected),
             search_guard: Arc::new(RepeatGuard::default()),
             origin: None,
+            sandbox: Arc::new(SandboxState::Off),
         }
     }
 
@@ -167,6 +174,8 @@ impl ToolContext {
                 .var("HERMES_YOLO_MODE")
                 .is_some_and(|v| is_truthy(&v));
         let settings = ApprovalSettings::from_config(config, yolo)?;
+        let sandbox = SandboxSettings::from_config(config, setup.sandbox)?;
+        let sandbox = SandboxState::for_session(&sandbox, &setup.cwd, setup.home.root());
         let home = std::env::var_os("HOME")
             .filter(|h| !h.is_empty())
             .map(PathBuf::from);
@@ -191,6 +200,7 @@ impl ToolContext {
             protected: Arc::new(protected),
             search_guard: Arc::new(RepeatGuard::default()),
             origin: None,
+            sandbox: Arc::new(sandbox),
         })
     }
 

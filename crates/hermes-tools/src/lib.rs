@@ -3,7 +3,8 @@
 //! availability check fails and runs calls with the size cap, the redaction of known secrets and
 //! the error shape the model expects (`{"error": "..."}`). The built-in tools live one family
 //! per module: [`terminal`] and [`process`] (behind the [`approval`] gate), [`files`],
-//! [`patch`] and [`search`] (behind [`protect`]), [`todo`] and [`clarify`].
+//! [`patch`] and [`search`] (behind [`protect`]), [`todo`] and [`clarify`]. Commands run in the
+//! OS [`sandbox`] when the session has one.
 
 pub mod approval;
 pub mod budget;
@@ -18,6 +19,7 @@ pub mod process;
 pub mod protect;
 pub mod redact;
 pub mod registry;
+pub mod sandbox;
 pub mod search;
 pub mod secrets;
 pub mod terminal;

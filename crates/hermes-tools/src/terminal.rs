@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
 use crate::output::{strip_ansi, truncate_middle};
+use crate::sandbox::{Sandbox, SandboxState};
 use crate::{Tool, ToolContext, ToolError, ToolResult, paths};
 use capture::BoundedCapture;
 pub(crate) use process_group::signal_group;
@@ -44,6 +45,9 @@ struct TerminalArgs {
     workdir: Option<String>,
     #[serde(default)]
     background: bool,
+    /// `false`: run outside the OS sandbox, once the user approves.
+    #[serde(default)]
+    sandbox: Option<bool>,
 }
 
 #[async_trait::async_trait]
@@ -64,7 +68,8 @@ impl Tool for TerminalTool {
                 "command": {"type": "string", "description": "The command line to run"},
                 "timeout": {"type": "integer", "description": "Seconds before the command is killed (default 180)", "minimum": 1},
                 "workdir": {"type": "string", "description": "Directory to run in (default: the working directory)"},
-                "background": {"type": "boolean", "description": "Run in the background (no timeout) and return a process id"}
+                "background": {"type": "boolean", "description": "Run in the background (no timeout) and return a process id"},
+                "sandbox": {"type": "boolean", "description": "false: run outside the OS sandbox (the user is asked first); only after the sandbox blocked a needed write or connection"}
             },
             "required": ["command"]
         })
@@ -100,10 +105,11 @@ impl Tool for TerminalTool {
                 &ctx.redactor,
             )
             .await?;
+        let sandbox = sandbox_for(&args, ctx).await?;
         let mut result = if args.background {
             let job = ctx
                 .processes
-                .spawn(&args.command, &workdir, &ctx.child_env)?;
+                .spawn(&args.command, &workdir, &ctx.child_env, sandbox)?;
             json!({
                 "id": job.id,
                 "pid": job.pid,
@@ -115,14 +121,49 @@ impl Tool for TerminalTool {
                 .timeout
                 .map(|s| Duration::from_secs(s.clamp(1, MAX_TIMEOUT_SECS)))
                 .unwrap_or(ctx.terminal_timeout);
-            run_command(&args.command, &workdir, timeout, ctx)
-                .await?
-                .into_result(&args.command)
+            let run = run_command(&args.command, &workdir, timeout, sandbox, ctx).await?;
+            let failed = run.exit_code != Some(0) && run.timed_out.is_none() && !run.interrupted;
+            let note = sandbox
+                .filter(|_| failed)
+                .and_then(|s| s.denial_note(&run.output));
+            let mut result = run.into_result(&args.command);
+            if let Some(note) = note {
+                result["sandbox"] = json!(note);
+            }
+            result
         };
         if let Some(note) = note {
             result["approval_note"] = json!(note);
         }
         Ok(result)
+    }
+}
+
+/// The sandbox this call runs in: the session's, or none when the model asked to leave it
+/// (`sandbox: false`) and the user approved. A sandbox the user asked for but the system cannot
+/// give refuses the command.
+async fn sandbox_for<'a>(
+    args: &TerminalArgs,
+    ctx: &'a ToolContext,
+) -> Result<Option<&'a Sandbox>, ToolError> {
+    let escape = args.sandbox == Some(false);
+    if escape && !matches!(*ctx.sandbox, SandboxState::Off) {
+        ctx.approvals
+            .check_unsandboxed(
+                &args.command,
+                ctx.interaction.as_ref(),
+                &ctx.cancel,
+                &ctx.redactor,
+            )
+            .await?;
+        return Ok(None);
+    }
+    match &*ctx.sandbox {
+        SandboxState::Off => Ok(None),
+        SandboxState::Active(sandbox) => Ok(Some(sandbox)),
+        SandboxState::Unavailable { mode, reason } => Err(ToolError::new(format!(
+            "BLOCKED: terminal.sandbox.mode is {mode} but this system cannot sandbox commands ({reason}). Tell the user: set terminal.sandbox.mode: off (or run with --sandbox off) to run commands unsandboxed, or call terminal with sandbox: false to ask for this one command."
+        ))),
     }
 }
 
@@ -176,6 +217,7 @@ pub(crate) fn spawn_shell(
     command: &str,
     workdir: &Path,
     env: &crate::secrets::ChildEnv,
+    sandbox: Option<&Sandbox>,
     stdin: Stdio,
 ) -> Result<(tokio::process::Child, tokio::net::unix::pipe::Receiver), ToolError> {
     let (reader, writer) =
@@ -183,10 +225,21 @@ pub(crate) fn spawn_shell(
     let writer_err = writer
         .try_clone()
         .map_err(|e| ToolError::new(format!("cannot create a pipe: {e}")))?;
-    let mut cmd = tokio::process::Command::new(shell());
-    cmd.arg("-c")
-        .arg(command)
-        .current_dir(workdir)
+    let mut cmd = match sandbox {
+        Some(sandbox) => {
+            let (launcher, args) =
+                sandbox.wrap(shell().as_ref(), &["-c".as_ref(), command.as_ref()]);
+            let mut cmd = tokio::process::Command::new(launcher);
+            cmd.args(args);
+            cmd
+        }
+        None => {
+            let mut cmd = tokio::process::Command::new(shell());
+            cmd.arg("-c").arg(command);
+            cmd
+        }
+    };
+    cmd.current_dir(workdir)
         .env_clear()
         .envs(env.vars().iter().map(|(k, v)| (k, v)))
         .stdin(stdin)
@@ -209,9 +262,11 @@ pub async fn run_command(
     command: &str,
     workdir: &Path,
     timeout: Duration,
+    sandbox: Option<&Sandbox>,
     ctx: &ToolContext,
 ) -> Result<CommandRun, ToolError> {
-    let (mut child, mut pipe) = spawn_shell(command, workdir, &ctx.child_env, Stdio::null())?;
+    let (mut child, mut pipe) =
+        spawn_shell(command, workdir, &ctx.child_env, sandbox, Stdio::null())?;
     let pgid = child.id();
 
     let mut capture = BoundedCapture::new(CAPTURE_BYTES);

@@ -5,6 +5,7 @@
 use super::*;
 
 mod cron;
+mod sandbox;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mark {
@@ -76,6 +77,7 @@ pub async fn doctor(common: &CommonArgs, args: &DoctorArgs) -> Result<ExitCode, 
             config_problem.as_deref(),
         ));
         checks.extend(browser_check(&loaded));
+        checks.push(sandbox::sandbox_check(&loaded));
     } else {
         // The defaults standing in would be checked instead of what the user wrote.
         checks.push(Check::warn(

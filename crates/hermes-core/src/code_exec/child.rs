@@ -104,8 +104,22 @@ pub(super) async fn run(
     ctx: &ToolContext,
     serve: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<Finished> {
-    let mut child = tokio::process::Command::new(python)
-        .arg(script)
+    // In the session's OS sandbox, like terminal commands: the tool calls it makes go back
+    // over a Unix socket, which the sandbox allows.
+    let mut command = match ctx.sandbox.active() {
+        Some(sandbox) => {
+            let (launcher, args) = sandbox.wrap(python.as_os_str(), &[script.as_os_str()]);
+            let mut command = tokio::process::Command::new(launcher);
+            command.args(args);
+            command
+        }
+        None => {
+            let mut command = tokio::process::Command::new(python);
+            command.arg(script);
+            command
+        }
+    };
+    let mut child = command
         .current_dir(cwd)
         .env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))

@@ -31,6 +31,9 @@ const JUDGE_DENIAL_LIMIT: u32 = 3;
 /// The judge's answer is awaited this long before the user is asked instead.
 const JUDGE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The flag of a request to run a command outside the OS sandbox.
+const UNSANDBOXED: &str = "run outside the OS sandbox";
+
 /// What the gate decides for a command before anyone is asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
@@ -213,6 +216,51 @@ impl ApprovalGate {
         let shown = format!("{tool} {}", path.display());
         self.ask(description, &shown, &shown, interaction, cancel)
             .await
+    }
+
+    /// Decides whether `command` may run outside the OS sandbox (the model asked for it after
+    /// the sandbox blocked it): the same modes, answers and unattended policy as a flagged
+    /// command, remembered per command (a "session" or "always" answer covers this exact
+    /// command, not every escape). Never the judge: leaving the sandbox is the user's call.
+    pub async fn check_unsandboxed(
+        &self,
+        command: &str,
+        interaction: &dyn Interaction,
+        cancel: &CancellationToken,
+        redactor: &Redactor,
+    ) -> Result<Option<String>, ToolError> {
+        if self.settings.yolo || self.settings.mode == ApprovalMode::Off {
+            return Ok(None);
+        }
+        let description = format!("{UNSANDBOXED}: {}", command.trim());
+        if self.already_approved(&description) {
+            return Ok(None);
+        }
+        let shown = redactor.redact(command);
+        if !interaction.is_interactive()
+            && self.settings.non_interactive == NonInteractivePolicy::Deny
+        {
+            return Err(ToolError::new(
+                "BLOCKED: running a command outside the OS sandbox needs the user's approval and nobody is here to give it (approvals.non_interactive: deny). Do the task inside the sandbox, or tell the user what to run themselves.",
+            ));
+        }
+        let request = ApprovalRequest {
+            command: shown,
+            description,
+            allow_permanent: true,
+            judge_denied: false,
+        };
+        let answer = tokio::select! {
+            a = tokio::time::timeout(self.settings.timeout, interaction.approve(&request)) => match a {
+                Ok(answer) => answer,
+                Err(_) => return Err(ToolError::new(format!(
+                    "BLOCKED: nobody answered within {}s whether this command may run outside the sandbox. Do not retry it; ask the user how to proceed.",
+                    self.settings.timeout.as_secs()
+                ))),
+            },
+            () = cancel.cancelled() => return Err(interrupted(UNSANDBOXED)),
+        };
+        self.apply(answer, &request)
     }
 
     /// Asks whoever decides: the unattended policy, the judge, the user.

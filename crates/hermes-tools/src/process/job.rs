@@ -12,6 +12,7 @@ use tokio::sync::watch;
 
 use super::buffer::OutputBuffer;
 use crate::ToolError;
+use crate::sandbox::Sandbox;
 use crate::secrets::ChildEnv;
 use crate::terminal::{signal_group, spawn_shell};
 
@@ -73,8 +74,9 @@ impl Job {
         command: &str,
         workdir: &Path,
         env: &ChildEnv,
+        sandbox: Option<&Sandbox>,
     ) -> Result<Arc<Job>, ToolError> {
-        let (mut child, pipe) = spawn_shell(command, workdir, env, Stdio::piped())?;
+        let (mut child, pipe) = spawn_shell(command, workdir, env, sandbox, Stdio::piped())?;
         let (tx, rx) = watch::channel(None);
         let pid = child.id();
         let job = Arc::new(Job {

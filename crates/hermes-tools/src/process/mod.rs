@@ -17,6 +17,7 @@ use std::time::Duration;
 pub use job::{ExitInfo, Job};
 
 use crate::ToolError;
+use crate::sandbox::Sandbox;
 use crate::secrets::ChildEnv;
 use crate::terminal::signal_group;
 
@@ -77,6 +78,7 @@ impl ProcessRegistry {
         command: &str,
         workdir: &Path,
         env: &ChildEnv,
+        sandbox: Option<&Sandbox>,
     ) -> Result<Arc<Job>, ToolError> {
         let running = self.jobs().iter().filter(|j| !j.is_finished()).count();
         if running >= MAX_RUNNING {
@@ -85,7 +87,7 @@ impl ProcessRegistry {
             )));
         }
         let id = format!("proc_{}", self.next_id.fetch_add(1, Ordering::Relaxed) + 1);
-        let job = Job::start(id, command, workdir, env)?;
+        let job = Job::start(id, command, workdir, env, sandbox)?;
         if let Ok(mut jobs) = self.jobs.lock() {
             jobs.push(job.clone());
             // Forget the oldest finished jobs beyond the limit.

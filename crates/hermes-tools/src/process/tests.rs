@@ -21,6 +21,7 @@ async fn background_jobs_are_polled_logged_waited_and_listed() {
             "echo first; read line; echo got $line; exit 3",
             tmp.path(),
             &c.child_env,
+            None,
         )
         .unwrap();
     let id = job.id.clone();
@@ -50,7 +51,10 @@ async fn kill_stops_the_whole_group_and_errors_are_clear() {
     let c = ctx(tmp.path());
     let marker = tmp.path().join("survived");
     let cmd = format!("(sleep 2; touch {}) & sleep 60", marker.display());
-    let job = c.processes.spawn(&cmd, tmp.path(), &c.child_env).unwrap();
+    let job = c
+        .processes
+        .spawn(&cmd, tmp.path(), &c.child_env, None)
+        .unwrap();
     let out = process(&c, json!({"action": "kill", "id": job.id})).await;
     assert_eq!(out["status"], "killed");
     let out = process(&c, json!({"action": "kill", "id": job.id})).await;
@@ -88,6 +92,7 @@ async fn ending_the_session_kills_every_job() {
             &format!("sleep 2; touch {}", a.display()),
             tmp.path(),
             &c.child_env,
+            None,
         )
         .unwrap();
     let registry = ProcessRegistry::new();
@@ -96,6 +101,7 @@ async fn ending_the_session_kills_every_job() {
             &format!("sleep 2; touch {}", b.display()),
             tmp.path(),
             &c.child_env,
+            None,
         )
         .unwrap();
     assert_eq!(c.processes.shutdown().await, 1);
@@ -115,6 +121,7 @@ async fn output_is_bounded() {
             "head -c 5000000 /dev/zero | tr '\\0' 'x'; echo; echo END",
             tmp.path(),
             &c.child_env,
+            None,
         )
         .unwrap();
     job.wait_exit().await;
@@ -140,7 +147,7 @@ async fn stdin_is_checked_as_the_line_being_typed() {
     ));
     let job = c
         .processes
-        .spawn("cat > typed.txt", tmp.path(), &c.child_env)
+        .spawn("cat > typed.txt", tmp.path(), &c.child_env, None)
         .unwrap();
     let id = job.id.clone();
     // Harmless alone, refused once the rest of the line arrives.
