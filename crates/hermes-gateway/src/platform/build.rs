@@ -12,6 +12,7 @@ use crate::platform::discord::{DiscordAdapter, DiscordSettings};
 use crate::platform::error::PlatformConfigError;
 use crate::platform::irc::{IrcAdapter, IrcSettings};
 use crate::platform::matrix::{MatrixAdapter, MatrixSettings};
+use crate::platform::mattermost::{MattermostAdapter, MattermostSettings};
 use crate::platform::settings::{PlatformSettings, PlatformsConfig, SUPPORTED};
 use crate::platform::slack::{SlackAdapter, SlackSettings};
 use crate::platform::telegram::{TelegramAdapter, TelegramSettings};
@@ -69,6 +70,9 @@ fn build_one(
             )?)
         }
         "irc" => Arc::new(IrcAdapter::new(IrcSettings::from_platform(p, env)?)?),
+        "mattermost" => Arc::new(MattermostAdapter::new(MattermostSettings::from_platform(
+            p,
+        )?)?),
         "webhook" => {
             let home = config.path.parent().filter(|h| !h.as_os_str().is_empty());
             let (settings, problems) = WebhookSettings::from_platform(p, home)?;
@@ -131,7 +135,7 @@ mod tests {
     #[test]
     fn enabled_platforms_become_adapters_and_problems_are_named() {
         let b = build(
-            "platforms:\n  mattermost: {enabled: true}\n  slack: {enabled: true}\n  webhook:\n    enabled: true\n    extra:\n      routes:\n        a: {secret: s}\n        b: {prompt: x}\n",
+            "platforms:\n  signal: {enabled: true}\n  slack: {enabled: true}\n  webhook:\n    enabled: true\n    extra:\n      routes:\n        a: {secret: s}\n        b: {prompt: x}\n",
             &[
                 ("TELEGRAM_BOT_TOKEN", "1:a"),
                 ("DISCORD_BOT_TOKEN", "d"),
@@ -147,7 +151,7 @@ mod tests {
             b.errors[0]
         );
         let warnings = b.warnings.join("\n");
-        assert!(warnings.contains("no mattermost adapter"), "{warnings}");
+        assert!(warnings.contains("no signal adapter"), "{warnings}");
         assert!(
             warnings.contains("route \"b\" has no HMAC secret"),
             "{warnings}"

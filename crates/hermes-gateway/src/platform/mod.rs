@@ -11,7 +11,7 @@
 //! - One module per platform: [`telegram`] (Bot API, long polling or webhook), [`discord`]
 //!   (gateway websocket + REST), [`slack`] (Socket Mode + Web API), [`webhook`] (inbound
 //!   HTTP routes with HMAC signatures), [`matrix`] (client-server API `/sync`), [`irc`]
-//!   (TCP/TLS line protocol).
+//!   (TCP/TLS line protocol), [`mattermost`] (WebSocket events + REST API v4).
 //!
 //! Adapters never take the process down: `run` reconnects with backoff until shutdown, and
 //! every failure is an error value or a status entry.
@@ -26,6 +26,7 @@ pub(crate) mod http;
 pub mod irc;
 pub mod markdown;
 pub mod matrix;
+pub mod mattermost;
 pub mod settings;
 pub mod slack;
 pub mod split;

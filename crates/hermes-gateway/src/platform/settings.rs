@@ -25,7 +25,15 @@ use regex::Regex;
 use serde_json::{Map, Value};
 
 /// The platforms this build has adapters for.
-pub const SUPPORTED: &[&str] = &["telegram", "discord", "slack", "webhook", "matrix", "irc"];
+pub const SUPPORTED: &[&str] = &[
+    "telegram",
+    "discord",
+    "slack",
+    "webhook",
+    "matrix",
+    "irc",
+    "mattermost",
+];
 
 /// Every chat platform the Python Hermes knows; the ones not in [`SUPPORTED`] are reported
 /// when enabled.
@@ -389,6 +397,10 @@ fn env_enables(name: &str, env: &Environment) -> bool {
         }
         // The IRC plugin's `_env_enablement`: a server and a channel.
         "irc" => env.var("IRC_SERVER").is_some() && env.var("IRC_CHANNEL").is_some(),
+        // The Mattermost plugin's `_is_connected`: a token and a server.
+        "mattermost" => {
+            env.var("MATTERMOST_TOKEN").is_some() && env.var("MATTERMOST_URL").is_some()
+        }
         _ => false,
     }
 }
@@ -432,6 +444,7 @@ impl PlatformSettings {
             "discord" => Some("DISCORD_BOT_TOKEN"),
             "slack" => Some("SLACK_BOT_TOKEN"),
             "matrix" => Some("MATRIX_ACCESS_TOKEN"),
+            "mattermost" => Some("MATTERMOST_TOKEN"),
             _ => None,
         };
         if let Some(var) = token_var
@@ -460,8 +473,21 @@ impl PlatformSettings {
                 extra.insert("secret".into(), Value::String(secret));
             }
         }
-        if env_enables(name, env) && !explicit_enabled && (name == "matrix" || name == "irc") {
+        if env_enables(name, env)
+            && !explicit_enabled
+            && matches!(name, "matrix" | "irc" | "mattermost")
+        {
             enabled = true;
+        }
+        if name == "mattermost" {
+            for (var, key) in [
+                ("MATTERMOST_URL", "url"),
+                ("MATTERMOST_REPLY_MODE", "reply_mode"),
+            ] {
+                if let Some(value) = env.var(var) {
+                    extra.insert(key.into(), Value::String(value));
+                }
+            }
         }
         if name == "slack"
             && let Some(app) = env.var("SLACK_APP_TOKEN")

@@ -9,10 +9,14 @@
 //!   (HELLO, IDENTIFY, heartbeats, DISPATCH with sequence numbers, RESUME replays, faults).
 //! - [`slack::SlackMock`]: the Web API and Socket Mode (tickets, hello, envelopes that must
 //!   be acknowledged and are redelivered when not, disconnect refreshes).
+//! - [`mattermost::MattermostMock`]: REST API v4 and the WebSocket (authentication
+//!   challenge, `hello` with a connection id, `posted` events with seq numbers, reliable
+//!   reconnects replaying missed events, faults).
 //! - [`webhook`]: signing helpers for the tests of our inbound webhook server, and a
 //!   receiver for its callbacks.
 
 pub mod discord;
+pub mod mattermost;
 mod server;
 pub mod slack;
 pub mod telegram;
