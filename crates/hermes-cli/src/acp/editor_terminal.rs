@@ -417,3 +417,34 @@ fn signal_number(name: &str) -> Option<i32> {
         _ => return None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_environment_changes_are_what_hermes_sets_and_withholds() {
+        let mut child: Vec<(String, String)> = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .filter(|(k, _)| k != "PATH")
+            .collect();
+        child.push(("HERMES_ACP_TEST_ADDED".into(), "1".into()));
+        let changes: Vec<(String, String)> = env_changes(&child)
+            .into_iter()
+            .map(|e| (e.name, e.value))
+            .collect();
+        let mut expected = vec![("HERMES_ACP_TEST_ADDED".to_string(), "1".to_string())];
+        if std::env::var_os("PATH").is_some() {
+            expected.push(("PATH".into(), String::new()));
+        }
+        assert_eq!(changes, expected);
+    }
+
+    #[test]
+    fn signals_are_read_by_name_or_number() {
+        assert_eq!(signal_number("SIGKILL"), Some(libc::SIGKILL));
+        assert_eq!(signal_number("TERM"), Some(libc::SIGTERM));
+        assert_eq!(signal_number("2"), Some(2));
+        assert_eq!(signal_number("SIGWHATEVER"), None);
+    }
+}
