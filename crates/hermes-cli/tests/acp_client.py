@@ -11,7 +11,8 @@ answer cancelled; then a second `hermes acp` loads the stored session and replay
 
 With `terminal`: the editor offers its terminal (really running the commands, recording every
 terminal/* request); a turn runs a command there, a dangerous command is denied, a plain turn
-reports its token usage, and a second `hermes acp` loads the session (its context usage).
+reports its token usage, a long command is cancelled with its turn, and a second `hermes acp`
+loads the session (its context usage).
 """
 
 import asyncio
@@ -102,6 +103,7 @@ class TerminalEditor(Editor):
         super().__init__()
         self.terminal = []
         self.procs = {}
+        self.created = asyncio.Event()
 
     async def create_terminal(self, session_id, command, args=None, env=None, cwd=None,
                               output_byte_limit=None, **kwargs):
@@ -117,6 +119,7 @@ class TerminalEditor(Editor):
         tid = f"term-{len(self.procs) + 1}"
         self.procs[tid] = {"proc": proc, "limit": output_byte_limit,
                            "reader": asyncio.create_task(proc.stdout.read())}
+        self.created.set()
         return CreateTerminalResponse(terminal_id=tid)
 
     async def _status(self, tid):
@@ -233,11 +236,7 @@ async def terminal_connection(hermes, workdir, env):
         sid = new.session_id
 
         resp, updates = await prompt(conn, editor, sid, "run the greeting")
-        # The release is sent without waiting for its answer: let it arrive.
-        for _ in range(50):
-            if editor.terminal and editor.terminal[-1]["op"] == "release":
-                break
-            await asyncio.sleep(0.1)
+        await released(editor)
         emit("terminal", response=resp, updates=updates, terminal=editor.terminal)
         editor.terminal = []
 
@@ -250,7 +249,28 @@ async def terminal_connection(hermes, workdir, env):
 
         resp, updates = await prompt(conn, editor, sid, "count the tokens")
         emit("usage", response=resp, updates=updates)
+
+        editor.terminal = []
+        editor.created.clear()
+        running = asyncio.create_task(
+            conn.prompt(session_id=sid, prompt=[text_block("wait for a long time")])
+        )
+        await asyncio.wait_for(editor.created.wait(), 30)
+        await asyncio.sleep(0.3)
+        await conn.cancel(session_id=sid)
+        resp = await asyncio.wait_for(running, 30)
+        await released(editor)
+        emit("terminal_cancelled", response=dump(resp), terminal=editor.terminal,
+             updates=editor.take())
     return sid
+
+
+async def released(editor):
+    """The release is sent without waiting for its answer: lets it arrive."""
+    for _ in range(50):
+        if editor.terminal and editor.terminal[-1]["op"] == "release":
+            return
+        await asyncio.sleep(0.1)
 
 
 async def load_for_usage(hermes, workdir, env, sid):

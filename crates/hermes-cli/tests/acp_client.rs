@@ -9,9 +9,10 @@
 //! `terminal` mode, whose client really runs the commands): a command run through
 //! `terminal/create`, `wait_for_exit`, `output` and `release`, shown in its tool call, its
 //! output and exit code reaching the model; a dangerous command denied before any terminal is
-//! made; a turn's token usage in the prompt response and the context's fill in `usage_update`
-//! (after a turn and after a load). The mock model answers by what it is asked, and the test
-//! checks what it was sent. Skips with a printed reason only when the venv is missing.
+//! made; a command cancelled with its turn (killed in the editor); a turn's token usage in
+//! the prompt response and the context's fill in `usage_update` (after a turn and after a
+//! load). The mock model answers by what it is asked, and the test checks what it was sent.
+//! Skips with a printed reason only when the venv is missing.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -290,6 +291,7 @@ fn terminal_model() -> MockServer {
         match asked.as_str() {
             "run the greeting" => Turn::tool("terminal", json!({"command": GREETING})),
             "remove the victim" => Turn::tool("terminal", json!({"command": "rm -rf victim"})),
+            "wait for a long time" => Turn::tool("terminal", json!({"command": "sleep 30"})),
             "count the tokens" => Reply::text("Counted.")
                 .with_usage(MockUsage {
                     prompt_tokens: 1234,
@@ -412,6 +414,22 @@ fn commands_run_in_the_editors_terminal_and_usage_is_reported() {
         .as_u64()
         .unwrap();
     assert!(first < used, "{first} then {used}");
+
+    // Cancelled while the command runs: killed in the editor, read, released.
+    let cancelled = step("terminal_cancelled");
+    assert_eq!(cancelled["response"]["stopReason"], "cancelled");
+    let ops: Vec<&str> = cancelled["terminal"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["op"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ops,
+        ["create", "wait", "kill", "wait", "output", "release"],
+        "{}",
+        cancelled["terminal"]
+    );
 
     // A load tells how full the loaded session's context is.
     let load = step("load");
