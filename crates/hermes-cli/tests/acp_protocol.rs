@@ -7,7 +7,7 @@
 //! With the editor's terminal offered: an editor that cannot create a terminal (the model gets
 //! a clear error), and a command that outlives its timeout (killed through `terminal/kill`,
 //! its truncated output and signal reaching the model in the built-in tool's shape, the
-//! terminal released).
+//! terminal released), and a background command, which stays ours (no `terminal/*` request).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -490,5 +490,31 @@ fn a_command_past_its_timeout_is_killed_in_the_editors_terminal() {
             "error": "command timed out after 1s and was killed; run long jobs with a larger timeout"
         })
     );
+    assert!(agent.finish().success());
+}
+
+#[test]
+fn background_commands_stay_in_our_process_registry() {
+    let server = MockServer::start(Script::new(vec![
+        Turn::tool(
+            "terminal",
+            json!({"command": "echo started > bg.txt", "background": true}),
+        ),
+        Turn::text("Started."),
+    ]));
+    let home = TestHome::new();
+    home.write_mock_config(&server);
+    let (mut agent, sid) = terminal_session(&home);
+    let (answer, seen) = agent.request_serving(
+        2,
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": [{"type": "text", "text": "start it"}]}),
+        |method, _| panic!("the editor was asked {method}"),
+    );
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert!(methods(&seen).is_empty(), "{seen:?}");
+    let result = tool_result_sent(&server);
+    assert_eq!(result["status"], "running", "{result}");
+    assert!(result["id"].is_string(), "{result}");
     assert!(agent.finish().success());
 }

@@ -8,8 +8,9 @@
 //!
 //! What stays in our own terminal tool: background commands (the `process` tool polls, reads
 //! and kills them by our job id, and they outlive the call, while an editor terminal belongs to
-//! the call that made it), and calls from outside the editor's sessions (a subagent's own
-//! session, which the editor does not know).
+//! the call that made it), and commands of calls the editor does not show: a subagent's (they
+//! run inside the parent's `delegate_task` call, and a terminal embedded nowhere would show
+//! the user nothing while hiding the output from our own capture).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -78,13 +79,16 @@ impl TerminalLink {
         self.terminals.lock().ok()?.remove(call_id)
     }
 
-    /// Records that the running call uses `terminal_id`; the call it belongs to, if known.
-    fn attach(&self, terminal_id: &str) -> Option<String> {
-        let call = self.running.lock().ok()?.clone()?;
+    /// The `terminal` call the editor shows running now, if any.
+    fn running(&self) -> Option<String> {
+        self.running.lock().ok()?.clone()
+    }
+
+    /// Records that `call_id` ran in the editor's terminal `terminal_id`.
+    fn attach(&self, call_id: &str, terminal_id: &str) {
         if let Ok(mut t) = self.terminals.lock() {
-            t.insert(call.clone(), terminal_id.to_string());
+            t.insert(call_id.to_string(), terminal_id.to_string());
         }
-        Some(call)
     }
 }
 
@@ -163,7 +167,11 @@ impl Tool for EditorTerminal {
         TerminalTool.preview(args)
     }
     async fn call(&self, args: Value, ctx: &ToolContext) -> ToolResult {
-        let Some(link) = self.links.of(&ctx.interaction) else {
+        let Some((link, call_id)) = self
+            .links
+            .of(&ctx.interaction)
+            .and_then(|l| l.running().map(|c| (l, c)))
+        else {
             return TerminalTool.call(args, ctx).await;
         };
         let parsed: Args = serde_json::from_value(args.clone())
@@ -202,7 +210,7 @@ impl Tool for EditorTerminal {
             session_id: link.session_id(),
         };
         let mut result = run
-            .command(&link, &parsed.command, workdir, timeout, ctx)
+            .command(&link, &call_id, &parsed.command, workdir, timeout, ctx)
             .await?
             .into_result(&parsed.command);
         if let Some(note) = note {
@@ -229,6 +237,7 @@ impl Run<'_> {
     async fn command(
         &self,
         link: &TerminalLink,
+        call_id: &str,
         command: &str,
         workdir: PathBuf,
         timeout: Duration,
@@ -258,9 +267,8 @@ impl Run<'_> {
             session_id: self.session_id.clone(),
             terminal_id: terminal_id.clone(),
         };
-        if let Some(call_id) = link.attach(&terminal_id) {
-            self.show(&call_id, &terminal_id);
-        }
+        link.attach(call_id, &terminal_id);
+        self.show(call_id, &terminal_id);
         let ended = self.wait(&terminal_id, timeout, ctx).await;
         let outcome = self.finish(&terminal_id, ended).await;
         drop(release);
