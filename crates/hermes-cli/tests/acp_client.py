@@ -2,17 +2,23 @@
 `agent-client-protocol`, module `acp`), as an editor would, and prints one JSON line per step
 for the Rust test (acp_client.rs) to check.
 
-usage: acp_client.py HERMES_BIN WORKDIR
+usage: acp_client.py HERMES_BIN WORKDIR [terminal]
 
 Steps: initialize (offering the editor's file system); a new session in WORKDIR; a prompt
 whose turn edits notes.txt through the editor (the tool call and its diff); a read of an
 unsaved editor buffer; a dangerous command denied, then the same command allowed once; a slow
 answer cancelled; then a second `hermes acp` loads the stored session and replays it.
+
+With `terminal`: the editor offers its terminal (really running the commands, recording every
+terminal/* request); a turn runs a command there, a dangerous command is denied, a plain turn
+reports its token usage, a long command is cancelled with its turn, and a second `hermes acp`
+loads the session (its context usage).
 """
 
 import asyncio
 import json
 import os
+import signal
 import sys
 
 import acp
@@ -20,9 +26,15 @@ from acp import spawn_agent_process, text_block
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
+    CreateTerminalResponse,
     FileSystemCapabilities,
+    KillTerminalResponse,
     ReadTextFileResponse,
+    ReleaseTerminalResponse,
     RequestPermissionResponse,
+    TerminalExitStatus,
+    TerminalOutputResponse,
+    WaitForTerminalExitResponse,
     WriteTextFileResponse,
 )
 
@@ -81,6 +93,72 @@ class Editor:
     def take(self):
         out, self.updates = self.updates, []
         return out
+
+
+class TerminalEditor(Editor):
+    """An editor with a terminal: runs each command for real (in the cwd, with the environment
+    changes given) and records every terminal/* request in `self.terminal`."""
+
+    def __init__(self):
+        super().__init__()
+        self.terminal = []
+        self.procs = {}
+        self.created = asyncio.Event()
+
+    async def create_terminal(self, session_id, command, args=None, env=None, cwd=None,
+                              output_byte_limit=None, **kwargs):
+        changes = {e.name: e.value for e in (env or [])}
+        self.terminal.append({"op": "create", "command": command, "args": args, "cwd": cwd,
+                              "output_byte_limit": output_byte_limit,
+                              "env_path": changes.get("PATH")})
+        full = dict(os.environ)
+        full.update(changes)
+        proc = await asyncio.create_subprocess_exec(
+            command, *(args or []), cwd=cwd, env=full,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        tid = f"term-{len(self.procs) + 1}"
+        self.procs[tid] = {"proc": proc, "limit": output_byte_limit,
+                           "reader": asyncio.create_task(proc.stdout.read())}
+        self.created.set()
+        return CreateTerminalResponse(terminal_id=tid)
+
+    async def _status(self, tid):
+        t = self.procs[tid]
+        code = await t["proc"].wait()
+        if code < 0:
+            return TerminalExitStatus(signal=signal.Signals(-code).name)
+        return TerminalExitStatus(exit_code=code)
+
+    async def wait_for_terminal_exit(self, session_id, terminal_id, **kwargs):
+        self.terminal.append({"op": "wait", "terminal_id": terminal_id})
+        status = await self._status(terminal_id)
+        return WaitForTerminalExitResponse(exit_code=status.exit_code, signal=status.signal)
+
+    async def terminal_output(self, session_id, terminal_id, **kwargs):
+        self.terminal.append({"op": "output", "terminal_id": terminal_id})
+        t = self.procs[terminal_id]
+        data = await t["reader"]
+        limit = t["limit"]
+        truncated = limit is not None and len(data) > limit
+        if truncated:
+            data = data[-limit:]
+        status = await self._status(terminal_id) if t["proc"].returncode is not None else None
+        return TerminalOutputResponse(output=data.decode(errors="replace"), truncated=truncated,
+                                      exit_status=status)
+
+    async def kill_terminal(self, session_id, terminal_id, **kwargs):
+        self.terminal.append({"op": "kill", "terminal_id": terminal_id})
+        proc = self.procs[terminal_id]["proc"]
+        if proc.returncode is None:
+            proc.kill()
+        return KillTerminalResponse()
+
+    async def release_terminal(self, session_id, terminal_id, **kwargs):
+        self.terminal.append({"op": "release", "terminal_id": terminal_id})
+        proc = self.procs[terminal_id]["proc"]
+        if proc.returncode is None:
+            proc.kill()
+        return ReleaseTerminalResponse()
 
 
 async def prompt(conn, editor, session_id, text):
@@ -147,9 +225,69 @@ async def second_connection(hermes, workdir, env, sid):
         emit("after_load", response=resp, updates=updates)
 
 
+async def terminal_connection(hermes, workdir, env):
+    editor = TerminalEditor()
+    async with spawn_agent_process(editor, hermes, "acp", env=env, cwd=workdir) as (conn, _proc):
+        await conn.initialize(
+            protocol_version=acp.PROTOCOL_VERSION,
+            client_capabilities=ClientCapabilities(terminal=True),
+        )
+        new = await conn.new_session(cwd=workdir, mcp_servers=[])
+        sid = new.session_id
+
+        resp, updates = await prompt(conn, editor, sid, "run the greeting")
+        await released(editor)
+        emit("terminal", response=resp, updates=updates, terminal=editor.terminal)
+        editor.terminal = []
+
+        editor.answers = ["deny"]
+        resp, updates = await prompt(conn, editor, sid, "remove the victim")
+        await asyncio.sleep(0.5)
+        emit("terminal_denied", response=resp, updates=updates, permissions=editor.permissions,
+             terminal=editor.terminal,
+             victim_exists=os.path.isdir(os.path.join(workdir, "victim")))
+
+        resp, updates = await prompt(conn, editor, sid, "count the tokens")
+        emit("usage", response=resp, updates=updates)
+
+        editor.terminal = []
+        editor.created.clear()
+        running = asyncio.create_task(
+            conn.prompt(session_id=sid, prompt=[text_block("wait for a long time")])
+        )
+        await asyncio.wait_for(editor.created.wait(), 30)
+        await asyncio.sleep(0.3)
+        await conn.cancel(session_id=sid)
+        resp = await asyncio.wait_for(running, 30)
+        await released(editor)
+        emit("terminal_cancelled", response=dump(resp), terminal=editor.terminal,
+             updates=editor.take())
+    return sid
+
+
+async def released(editor):
+    """The release is sent without waiting for its answer: lets it arrive."""
+    for _ in range(50):
+        if editor.terminal and editor.terminal[-1]["op"] == "release":
+            return
+        await asyncio.sleep(0.1)
+
+
+async def load_for_usage(hermes, workdir, env, sid):
+    editor = Editor()
+    async with spawn_agent_process(editor, hermes, "acp", env=env, cwd=workdir) as (conn, _proc):
+        await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+        loaded = await conn.load_session(cwd=workdir, session_id=sid, mcp_servers=[])
+        emit("load", response=dump(loaded), updates=editor.take())
+
+
 async def main():
     hermes, workdir = sys.argv[1], sys.argv[2]
     env = dict(os.environ)
+    if sys.argv[3:] == ["terminal"]:
+        sid = await terminal_connection(hermes, workdir, env)
+        await load_for_usage(hermes, workdir, env, sid)
+        return
     sid = await first_connection(hermes, workdir, env)
     await second_connection(hermes, workdir, env, sid)
 

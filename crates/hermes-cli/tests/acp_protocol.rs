@@ -4,6 +4,10 @@
 //! a session that is not open, a new session whose turn streams its answer and is stored
 //! (source `acp`), and a second process loading that session (its history replayed as
 //! updates before the answer) and switching its model, or a session that does not exist. stdout carries only JSON.
+//! With the editor's terminal offered: an editor that cannot create a terminal (the model gets
+//! a clear error), and a command that outlives its timeout (killed through `terminal/kill`,
+//! its truncated output and signal reaching the model in the built-in tool's shape, the
+//! terminal released), and a background command, which stays ours (no `terminal/*` request).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -86,6 +90,39 @@ impl Agent {
             } else {
                 panic!("unexpected message {msg}");
             }
+        }
+    }
+
+    /// Like [`Agent::request`], answering the agent's own requests on the way with `respond`
+    /// (`None`: left unanswered); the answer and every message that came before it.
+    fn request_serving(
+        &mut self,
+        id: u64,
+        method: &str,
+        params: Value,
+        mut respond: impl FnMut(&str, &Value) -> Option<Result<Value, Value>>,
+    ) -> (Value, Vec<Value>) {
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send_line(&line.to_string());
+        let mut seen = Vec::new();
+        loop {
+            let msg = self.next();
+            if msg["id"] == json!(id) && msg.get("method").is_none() {
+                return (msg, seen);
+            }
+            if let (Some(m), Some(rid)) = (msg["method"].as_str(), msg.get("id")) {
+                let reply = match respond(m, &msg["params"]) {
+                    Some(Ok(result)) => {
+                        Some(json!({"jsonrpc": "2.0", "id": rid, "result": result}))
+                    }
+                    Some(Err(error)) => Some(json!({"jsonrpc": "2.0", "id": rid, "error": error})),
+                    None => None,
+                };
+                if let Some(reply) = reply {
+                    self.send_line(&reply.to_string());
+                }
+            }
+            seen.push(msg);
         }
     }
 
@@ -327,5 +364,157 @@ fn a_session_is_stored_and_loads_with_its_history_replayed() {
         json!({"sessionId": "20990101_000000_nothere", "cwd": cwd, "mcpServers": []}),
     );
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    assert!(agent.finish().success());
+}
+
+/// The result of the call the model made, as the model got it in its next request.
+fn tool_result_sent(server: &MockServer) -> Value {
+    let requests = server.chat_requests();
+    let last = requests.last().unwrap();
+    let msg = last["messages"].as_array().unwrap().last().unwrap();
+    assert_eq!(msg["role"], "tool", "{last}");
+    serde_json::from_str(msg["content"].as_str().unwrap()).unwrap()
+}
+
+/// An agent with a new session, initialized by an editor offering its terminal.
+fn terminal_session(home: &TestHome) -> (Agent, String) {
+    let mut agent = Agent::start(home);
+    let (init, _) = agent.request(
+        0,
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {"terminal": true}}),
+    );
+    assert_eq!(init["result"]["protocolVersion"], 1);
+    let (new, _) = agent.request(
+        1,
+        "session/new",
+        json!({"cwd": home.workdir(), "mcpServers": []}),
+    );
+    let sid = new["result"]["sessionId"].as_str().unwrap().to_string();
+    (agent, sid)
+}
+
+fn methods(seen: &[Value]) -> Vec<&str> {
+    seen.iter()
+        .filter(|m| m.get("id").is_some())
+        .filter_map(|m| m["method"].as_str())
+        .collect()
+}
+
+#[test]
+fn an_editor_that_cannot_make_a_terminal_gives_the_model_a_clear_error() {
+    let server = MockServer::start(Script::new(vec![
+        Turn::tool("terminal", json!({"command": "echo hi"})),
+        Turn::text("It failed."),
+    ]));
+    let home = TestHome::new();
+    home.write_mock_config(&server);
+    let (mut agent, sid) = terminal_session(&home);
+    let (answer, seen) = agent.request_serving(
+        2,
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": [{"type": "text", "text": "say hi"}]}),
+        |method, _| {
+            assert_eq!(method, "terminal/create");
+            Some(Err(
+                json!({"code": -32603, "message": "no terminals in this editor"}),
+            ))
+        },
+    );
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert_eq!(methods(&seen), ["terminal/create"]);
+    assert_eq!(
+        tool_result_sent(&server)["error"],
+        "the editor could not start the command in its terminal: no terminals in this editor"
+    );
+    let failed = updates(&seen, "tool_call_update")
+        .iter()
+        .any(|u| u["params"]["update"]["status"] == "failed");
+    assert!(failed, "{seen:?}");
+    assert!(agent.finish().success());
+}
+
+#[test]
+fn a_command_past_its_timeout_is_killed_in_the_editors_terminal() {
+    let server = MockServer::start(Script::new(vec![
+        Turn::tool("terminal", json!({"command": "sleep 30", "timeout": 1})),
+        Turn::text("It timed out."),
+    ]));
+    let home = TestHome::new();
+    home.write_mock_config(&server);
+    let (mut agent, sid) = terminal_session(&home);
+    let mut killed = false;
+    let (answer, seen) = agent.request_serving(
+        2,
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": [{"type": "text", "text": "wait"}]}),
+        |method, params| {
+            if method != "terminal/create" {
+                assert_eq!(params["terminalId"], "t1", "{method} {params}");
+            }
+            match method {
+                "terminal/create" => Some(Ok(json!({"terminalId": "t1"}))),
+                // Still running until killed.
+                "terminal/wait_for_exit" if !killed => None,
+                "terminal/kill" => {
+                    killed = true;
+                    Some(Ok(json!({})))
+                }
+                "terminal/wait_for_exit" => {
+                    Some(Ok(json!({"exitCode": null, "signal": "SIGKILL"})))
+                }
+                "terminal/output" => Some(Ok(json!({"output": "partial\n", "truncated": true}))),
+                "terminal/release" => Some(Ok(json!({}))),
+                other => panic!("unexpected request {other}"),
+            }
+        },
+    );
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert_eq!(
+        methods(&seen),
+        [
+            "terminal/create",
+            "terminal/wait_for_exit",
+            "terminal/kill",
+            "terminal/wait_for_exit",
+            "terminal/output",
+            "terminal/release"
+        ]
+    );
+    let result = tool_result_sent(&server);
+    assert_eq!(
+        result,
+        json!({
+            "output": "... [earlier output dropped: the editor keeps the last 50000 bytes] ...\npartial",
+            "exit_code": 137,
+            "error": "command timed out after 1s and was killed; run long jobs with a larger timeout"
+        })
+    );
+    assert!(agent.finish().success());
+}
+
+#[test]
+fn background_commands_stay_in_our_process_registry() {
+    let server = MockServer::start(Script::new(vec![
+        Turn::tool(
+            "terminal",
+            json!({"command": "echo started > bg.txt", "background": true}),
+        ),
+        Turn::text("Started."),
+    ]));
+    let home = TestHome::new();
+    home.write_mock_config(&server);
+    let (mut agent, sid) = terminal_session(&home);
+    let (answer, seen) = agent.request_serving(
+        2,
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": [{"type": "text", "text": "start it"}]}),
+        |method, _| panic!("the editor was asked {method}"),
+    );
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert!(methods(&seen).is_empty(), "{seen:?}");
+    let result = tool_result_sent(&server);
+    assert_eq!(result["status"], "running", "{result}");
+    assert!(result["id"].is_string(), "{result}");
     assert!(agent.finish().success());
 }

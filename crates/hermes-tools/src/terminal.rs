@@ -32,7 +32,7 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
 /// Grace between SIGTERM and SIGKILL.
 const KILL_GRACE: Duration = Duration::from_secs(2);
 /// The longest timeout a call may ask for.
-const MAX_TIMEOUT_SECS: u64 = 3600;
+pub const MAX_TIMEOUT_SECS: u64 = 3600;
 
 pub struct TerminalTool;
 
@@ -179,7 +179,10 @@ pub struct CommandRun {
 }
 
 impl CommandRun {
-    fn into_result(self, command: &str) -> Value {
+    /// The result the model gets: output cleaned and truncated, the exit code, and the
+    /// timeout, interruption or exit-code note. Public so that a command run elsewhere (an
+    /// editor's terminal) reaches the model in the same shape.
+    pub fn into_result(self, command: &str) -> Value {
         let output = truncate_middle(
             strip_ansi(self.output.trim_end()).as_str(),
             MAX_OUTPUT_CHARS,
@@ -203,7 +206,8 @@ impl CommandRun {
     }
 }
 
-pub(crate) fn shell() -> &'static str {
+/// The shell commands run under (`<shell> -c COMMAND`).
+pub fn shell() -> &'static str {
     if Path::new("/bin/bash").exists() {
         "/bin/bash"
     } else {

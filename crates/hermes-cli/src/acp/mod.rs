@@ -5,12 +5,15 @@
 //! id, replaying its conversation as updates first.
 //!
 //! What each request does: [`sessions`] (building and running sessions, modes, the model
-//! selector), [`updates`] (events as `session/update`), [`permission`] (the approval gate as
-//! `session/request_permission`), [`tools`] (kinds, titles, locations, diffs), [`editor_fs`]
-//! (the editor's file system for `read_file` and `write_file` when it offers one; commands
-//! run in our terminal tool, not the editor's terminal).
+//! selector, the turn's token usage and how full the context is), [`updates`] (events as
+//! `session/update`), [`permission`] (the approval gate as `session/request_permission`),
+//! [`tools`] (kinds, titles, locations, diffs), [`editor_fs`] (the editor's file system for
+//! `read_file` and `write_file` when it offers one), [`editor_terminal`] (foreground
+//! `terminal` commands in the editor's terminal when it offers one, after our approval gate;
+//! background commands stay in our process registry).
 
 mod editor_fs;
+mod editor_terminal;
 mod permission;
 mod sessions;
 mod tools;
@@ -84,7 +87,7 @@ async fn connection(server: Arc<Server>) -> Result<(), Error> {
                 async move |request: InitializeRequest,
                             responder: Responder<InitializeResponse>,
                             cx: ConnectionTo<Client>| {
-                    use_editor_fs(&server.runtime, &request, &cx);
+                    use_editor_capabilities(&server, &request, &cx);
                     responder.respond(initialize(&request))
                 }
             },
@@ -134,6 +137,7 @@ async fn connection(server: Arc<Server>) -> Result<(), Error> {
                                 for update in updates::replay(&history, &slot.cwd) {
                                     out.send(update);
                                 }
+                                out.send(slot.context_usage().await);
                                 responder.respond(
                                     LoadSessionResponse::new()
                                         .modes(slot.modes())
@@ -160,9 +164,9 @@ async fn connection(server: Arc<Server>) -> Result<(), Error> {
                     };
                     let conn = cx.clone();
                     cx.spawn(async move {
-                        let out = Updates::new(conn, id, slot.cwd.clone());
-                        let stop = slot.prompt(&request.prompt, &out).await;
-                        responder.respond(PromptResponse::new(stop))
+                        let out = Updates::new(conn, id, slot.cwd.clone())
+                            .with_terminal(slot.terminal.clone());
+                        responder.respond(slot.prompt(&request.prompt, &out).await)
                     })
                 }
             },
@@ -265,15 +269,26 @@ fn initialize(request: &InitializeRequest) -> InitializeResponse {
 }
 
 /// When the editor offers its file system, `read_file` and `write_file` of every session go
-/// through it (the terminal stays ours: commands run under our approval gate and process
-/// registry).
-fn use_editor_fs(runtime: &Runtime, request: &InitializeRequest, cx: &ConnectionTo<Client>) {
-    let fs = &request.client_capabilities.fs;
-    if fs.read_text_file {
+/// through it; when it offers its terminal, foreground `terminal` commands run there (after
+/// our approval gate, in the editor's sessions only).
+fn use_editor_capabilities(
+    server: &Server,
+    request: &InitializeRequest,
+    cx: &ConnectionTo<Client>,
+) {
+    let caps = &request.client_capabilities;
+    let runtime = &server.runtime;
+    if caps.fs.read_text_file {
         runtime.register_tool(Arc::new(editor_fs::EditorReadFile { cx: cx.clone() }));
     }
-    if fs.write_text_file {
+    if caps.fs.write_text_file {
         runtime.register_tool(Arc::new(editor_fs::EditorWriteFile { cx: cx.clone() }));
+    }
+    if caps.terminal {
+        runtime.register_tool(Arc::new(editor_terminal::EditorTerminal {
+            cx: cx.clone(),
+            links: server.sessions.terminals(),
+        }));
     }
 }
 

@@ -10,14 +10,15 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, EmbeddedResourceResource, SessionConfigOption,
+    ContentBlock, ContentChunk, EmbeddedResourceResource, PromptResponse, SessionConfigOption,
     SessionConfigOptionCategory, SessionConfigSelectOption, SessionMode, SessionModeState,
-    SessionUpdate, StopReason, TextContent,
+    SessionUpdate, StopReason, TextContent, Usage, UsageUpdate,
 };
 use hermes_llm::Overrides;
 use hermes_protocol::TurnEnd;
 use hermes_runtime::{Platform, Resume, Runtime, Session, SessionSpec};
 
+use super::editor_terminal::{TerminalLink, TerminalLinks};
 use super::permission::EditorInteraction;
 use super::updates::Updates;
 use crate::args::CommonArgs;
@@ -34,6 +35,8 @@ pub struct Slot {
     pub session: tokio::sync::Mutex<Session>,
     pub interaction: Arc<EditorInteraction>,
     pub cwd: PathBuf,
+    /// What the editor's terminal needs of this session (see [`super::editor_terminal`]).
+    pub terminal: Arc<TerminalLink>,
     /// The model choices offered (`provider:model`), the current one first.
     pub models: Mutex<Vec<String>>,
 }
@@ -42,9 +45,15 @@ pub struct Slot {
 #[derive(Default)]
 pub struct Sessions {
     open: Mutex<HashMap<String, Arc<Slot>>>,
+    terminals: Arc<TerminalLinks>,
 }
 
 impl Sessions {
+    /// Every session's link to the editor's terminal, for the `terminal` tool.
+    pub fn terminals(&self) -> Arc<TerminalLinks> {
+        self.terminals.clone()
+    }
+
     pub fn get(&self, id: &str) -> Option<Arc<Slot>> {
         self.open.lock().ok()?.get(id).cloned()
     }
@@ -85,11 +94,15 @@ impl Sessions {
         let session = runtime.open_session(spec, interaction.clone()).await?;
         let id = session.session_id();
         interaction.set_session_id(id.clone());
+        let terminal = Arc::new(TerminalLink::default());
+        terminal.set_session_id(id.clone());
+        self.terminals.add(&interaction, terminal.clone());
         let current = model_choice(&session);
         let slot = Arc::new(Slot {
             session: tokio::sync::Mutex::new(session),
             interaction,
             cwd,
+            terminal,
             models: Mutex::new(model_choices(runtime, current)),
         });
         self.insert(id, slot.clone());
@@ -152,9 +165,9 @@ impl Slot {
         Ok(())
     }
 
-    /// Runs one turn on the editor's prompt, streaming its updates; the stop reason answers
-    /// the prompt request.
-    pub async fn prompt(&self, prompt: &[ContentBlock], updates: &Updates) -> StopReason {
+    /// Runs one turn on the editor's prompt, streaming its updates, then tells how full the
+    /// context is; the answer carries the stop reason and the turn's token usage.
+    pub async fn prompt(&self, prompt: &[ContentBlock], updates: &Updates) -> PromptResponse {
         let (text, images) = prompt_text(prompt);
         // The token after the lock: a prompt queued behind a running turn must not take the
         // running turn's place as the one `session/cancel` stops.
@@ -163,7 +176,8 @@ impl Slot {
         let report = session
             .turn_with_images(&text, images, updates, cancel)
             .await;
-        match report.end {
+        updates.send(SessionUpdate::UsageUpdate(context_usage(&session)));
+        let stop = match report.end {
             TurnEnd::Interrupted => StopReason::Cancelled,
             TurnEnd::BudgetExhausted => StopReason::MaxTurnRequests,
             TurnEnd::Completed => StopReason::EndTurn,
@@ -174,8 +188,39 @@ impl Slot {
                 )));
                 StopReason::EndTurn
             }
-        }
+        };
+        PromptResponse::new(stop).usage(turn_usage(&report.usage))
     }
+
+    /// How full the session's context is now, as a `usage_update`.
+    pub async fn context_usage(&self) -> SessionUpdate {
+        SessionUpdate::UsageUpdate(context_usage(&*self.session.lock().await))
+    }
+}
+
+/// Tokens in the context (estimated as the REPL's `/usage` does: system prompt, tool schemas
+/// and history, what the next request sends) and the window they fill: the compressor's,
+/// which honours `compression.context_length`, or the model's known window.
+fn context_usage(session: &Session) -> UsageUpdate {
+    let agent = session.agent();
+    let used = hermes_core::compress::tokens::rough_request(
+        agent.system_prompt(),
+        agent.tool_schemas(),
+        session.history(),
+    );
+    let size = match agent.compressor() {
+        Some(c) => c.window(),
+        None => hermes_llm::catalogue::context_window(agent.model()),
+    };
+    UsageUpdate::new(used, size)
+}
+
+/// The tokens a turn's model calls used, as the provider reported them.
+fn turn_usage(usage: &hermes_protocol::Usage) -> Usage {
+    Usage::new(usage.total(), usage.input_tokens, usage.output_tokens)
+        .thought_tokens(usage.reasoning_tokens)
+        .cached_read_tokens(usage.cache_read_tokens)
+        .cached_write_tokens(usage.cache_write_tokens)
 }
 
 fn model_choice(session: &Session) -> String {

@@ -5,18 +5,19 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    Content, ContentBlock, ContentChunk, Diff, SessionNotification, SessionUpdate, TextContent,
-    ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    Content, ContentBlock, ContentChunk, Diff, SessionNotification, SessionUpdate, Terminal,
+    TextContent, ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
 use hermes_core::EventSink;
 use hermes_protocol::{AgentEvent, Message, Role};
 use serde_json::Value;
 
+use super::editor_terminal::TerminalLink;
 use super::tools;
 
 /// Tool output shown in the editor is cut here; the model saw all of it.
@@ -28,6 +29,8 @@ pub struct Updates {
     session_id: String,
     cwd: PathBuf,
     calls: Mutex<Calls>,
+    /// Told which `terminal` call runs, so the editor's terminal lands in that call.
+    terminal: Option<Arc<TerminalLink>>,
 }
 
 /// What is known of the tool calls of the running turn.
@@ -47,7 +50,14 @@ impl Updates {
             session_id,
             cwd,
             calls: Mutex::new(Calls::default()),
+            terminal: None,
         }
+    }
+
+    /// Follows the session's `terminal` calls for the editor's terminal.
+    pub fn with_terminal(mut self, link: Arc<TerminalLink>) -> Updates {
+        self.terminal = Some(link);
+        self
     }
 
     pub fn send(&self, update: SessionUpdate) {
@@ -61,6 +71,11 @@ impl Updates {
     }
 
     fn tool_started(&self, call_id: &str, name: &str, preview: &str) {
+        if name == "terminal"
+            && let Some(link) = &self.terminal
+        {
+            link.call_started(call_id);
+        }
         let Ok(mut calls) = self.calls.lock() else {
             return;
         };
@@ -87,6 +102,9 @@ impl Updates {
     }
 
     fn tool_finished(&self, call_id: &str, ok: bool) {
+        if let Some(link) = &self.terminal {
+            link.call_finished(call_id);
+        }
         let before = self
             .calls
             .lock()
@@ -128,7 +146,9 @@ impl Updates {
             }
             Role::Tool => {
                 if let Some(id) = &message.tool_call_id {
-                    self.send(tool_result(id, &message.content));
+                    // The editor's terminal the call ran in stays shown beside its result.
+                    let terminal = self.terminal.as_ref().and_then(|l| l.take_terminal(id));
+                    self.send(tool_result(id, &message.content, terminal));
                 }
             }
             Role::User | Role::System => {}
@@ -163,8 +183,9 @@ fn chunk(text: impl Into<String>) -> ContentChunk {
     ContentChunk::new(ContentBlock::Text(TextContent::new(text)))
 }
 
-/// A tool's result as the content of its call (cut for display).
-fn tool_result(call_id: &str, text: &str) -> SessionUpdate {
+/// A tool's result as the content of its call (cut for display), after the editor terminal
+/// it ran in, if any.
+fn tool_result(call_id: &str, text: &str, terminal: Option<String>) -> SessionUpdate {
     let shown = if text.len() > RESULT_LIMIT {
         let mut end = RESULT_LIMIT;
         while !text.is_char_boundary(end) {
@@ -174,11 +195,16 @@ fn tool_result(call_id: &str, text: &str) -> SessionUpdate {
     } else {
         text.to_string()
     };
+    let mut content: Vec<ToolCallContent> = terminal
+        .map(|id| ToolCallContent::Terminal(Terminal::new(id)))
+        .into_iter()
+        .collect();
+    content.push(ToolCallContent::Content(Content::new(ContentBlock::Text(
+        TextContent::new(shown),
+    ))));
     SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
         call_id.to_string(),
-        ToolCallUpdateFields::new().content(vec![ToolCallContent::Content(Content::new(
-            ContentBlock::Text(TextContent::new(shown)),
-        ))]),
+        ToolCallUpdateFields::new().content(content),
     ))
 }
 
@@ -209,7 +235,7 @@ pub fn replay(history: &[Message], cwd: &Path) -> Vec<SessionUpdate> {
             }
             Role::Tool => {
                 if let Some(id) = &m.tool_call_id {
-                    out.push(tool_result(id, &m.content));
+                    out.push(tool_result(id, &m.content, None));
                 }
             }
             Role::System => {}
