@@ -25,7 +25,9 @@ use regex::Regex;
 use serde_json::{Map, Value};
 
 /// The platforms this build has adapters for.
-pub const SUPPORTED: &[&str] = &["telegram", "discord", "slack", "webhook", "matrix", "irc"];
+pub const SUPPORTED: &[&str] = &[
+    "telegram", "discord", "slack", "webhook", "matrix", "irc", "email",
+];
 
 /// Every chat platform the Python Hermes knows; the ones not in [`SUPPORTED`] are reported
 /// when enabled.
@@ -389,6 +391,15 @@ fn env_enables(name: &str, env: &Environment) -> bool {
         }
         // The IRC plugin's `_env_enablement`: a server and a channel.
         "irc" => env.var("IRC_SERVER").is_some() && env.var("IRC_CHANNEL").is_some(),
+        // The email plugin's `check_email_requirements`: all four, none blank.
+        "email" => [
+            "EMAIL_ADDRESS",
+            "EMAIL_PASSWORD",
+            "EMAIL_IMAP_HOST",
+            "EMAIL_SMTP_HOST",
+        ]
+        .iter()
+        .all(|v| env.var(v).is_some_and(|x| !x.trim().is_empty())),
         _ => false,
     }
 }
@@ -460,7 +471,8 @@ impl PlatformSettings {
                 extra.insert("secret".into(), Value::String(secret));
             }
         }
-        if env_enables(name, env) && !explicit_enabled && (name == "matrix" || name == "irc") {
+        if env_enables(name, env) && !explicit_enabled && matches!(name, "matrix" | "irc" | "email")
+        {
             enabled = true;
         }
         if name == "slack"
@@ -544,6 +556,21 @@ impl PlatformSettings {
             });
         }
 
+        // Email's home is an address (`EMAIL_HOME_ADDRESS`, the plugin's cron delivery target).
+        if name == "email"
+            && let Some(address) = env
+                .var("EMAIL_HOME_ADDRESS")
+                .filter(|a| !a.trim().is_empty())
+        {
+            home_channel = Some(HomeChannel {
+                chat_id: address.trim().to_ascii_lowercase(),
+                name: env
+                    .var("EMAIL_HOME_ADDRESS_NAME")
+                    .unwrap_or_else(|| "Home".into()),
+                thread_id: None,
+            });
+        }
+
         let typing_indicator = block
             .get("typing_indicator")
             .or_else(|| extra.get("typing_indicator"))
@@ -551,7 +578,7 @@ impl PlatformSettings {
             .unwrap_or(true);
 
         let setting = Setting { extra: &extra, env };
-        let access = AccessSettings {
+        let mut access = AccessSettings {
             allowed_users: setting.env_first_list("allow_from", &format!("{prefix}_ALLOWED_USERS")),
             allow_all: env_flag(env, &format!("{prefix}_ALLOW_ALL_USERS")),
             group_allowed_users: setting
@@ -575,6 +602,14 @@ impl PlatformSettings {
                 .and_then(UnauthorizedDm::parse)
                 .unwrap_or(gateway.unauthorized_dm),
         };
+        if name == "email" {
+            // Addresses compare case-insensitively; the adapter lower-cases senders.
+            for list in [&mut access.allowed_users, &mut access.group_allowed_users] {
+                for user in list.iter_mut() {
+                    *user = user.to_ascii_lowercase();
+                }
+            }
+        }
 
         // Telegram answers every group message it receives by default (the bot's privacy
         // mode already filters); Discord and Slack gate on mentions.
