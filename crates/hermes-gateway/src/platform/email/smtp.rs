@@ -158,7 +158,7 @@ pub(crate) async fn send(s: &EmailSettings, mail: &OutgoingMail<'_>) -> Result<(
         if e.is_permanent() {
             PlatformError::Api {
                 platform: PLATFORM,
-                status: e.status().map_or(0, |c| u16::from(c)),
+                status: e.status().map_or(0, u16::from),
                 message: e.to_string(),
             }
         } else {
