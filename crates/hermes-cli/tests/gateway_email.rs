@@ -6,7 +6,8 @@
 //! from an allowed sender answered in its thread (`Re:`, `In-Reply-To`, `References`, our
 //! `Message-ID`), a reply in that thread continuing the same session; an unknown sender paired
 //! (the model not called) while automated and unauthenticated mail is dropped; an HTML-only
-//! mail reaching the model as text, an attachment saved, and a Dovecot restart survived.
+//! mail reaching the model as text, an attachment saved, a Dovecot restart survived and a long
+//! answer sent as one mail.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -281,9 +282,14 @@ fn email_an_unknown_sender_pairs_and_machines_and_forgeries_are_ignored() {
 
 #[test]
 fn email_html_mail_reaches_the_model_as_text_and_a_dovecot_restart_is_survived() {
+    // A long answer (about 24 000 characters): one mail, never split.
+    let long = format!(
+        "Back again.\n\n{}",
+        format!("{}\n\n", "lorem ipsum dolor sit amet ".repeat(30)).repeat(30)
+    );
     let Some(mut rig) = MailRig::start(Script::new(vec![
         Turn::text("Got the HTML."),
-        Turn::text("Back again."),
+        Turn::text(long.clone()),
     ])) else {
         return;
     };
@@ -310,7 +316,13 @@ fn email_html_mail_reaches_the_model_as_text_and_a_dovecot_restart_is_survived()
         ),
     );
     let reply = rig.wait_reply(ANN, 1);
-    assert_eq!(reply.text().trim(), "Back again.");
+    let text = reply.text().replace("\r\n", "\n");
+    assert!(
+        text.trim() == long.trim(),
+        "the long answer differs: {} characters, not {}",
+        text.trim().len(),
+        long.trim().len()
+    );
     assert_eq!(
         reply.header("Subject").as_deref(),
         Some("Re: after the restart")
@@ -340,5 +352,12 @@ fn email_html_mail_reaches_the_model_as_text_and_a_dovecot_restart_is_survived()
             String::from_utf8_lossy(&run(&rig.home, &["gateway", "status"]).stdout).to_string();
     }
     assert!(reconnected(&status), "{status}\n{}", rig.server.logs());
+    let to_ann = rig
+        .server
+        .received()
+        .iter()
+        .filter(|m| m.rcpt_tos == [ANN])
+        .count();
+    assert_eq!(to_ann, 2, "the long answer was split");
     rig.stop();
 }

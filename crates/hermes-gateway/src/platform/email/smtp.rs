@@ -201,4 +201,35 @@ mod tests {
             assert!(raw.contains(want), "{want:?} missing from\n{raw}");
         }
     }
+
+    #[tokio::test]
+    async fn files_become_attachments_beside_the_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let chart = dir.path().join("chart.png");
+        std::fs::write(&chart, b"\x89PNG fake").unwrap();
+        let mail = OutgoingMail {
+            to: "ann@example.test",
+            subject: "Hermes Agent".into(),
+            message_id: "hermes-2@example.org".into(),
+            in_reply_to: None,
+            references: Vec::new(),
+            body: "Here is the chart.",
+            files: vec![chart.as_path()],
+        };
+        let raw =
+            String::from_utf8(build("bot@example.org", &mail).await.unwrap().formatted()).unwrap();
+        assert!(raw.contains("Content-Type: multipart/mixed;"), "{raw}");
+        assert!(raw.contains("Here is the chart."), "{raw}");
+        assert!(raw.contains("Content-Type: image/png"), "{raw}");
+        assert!(
+            raw.contains("Content-Disposition: attachment; filename=\"chart.png\""),
+            "{raw}"
+        );
+        assert!(!raw.contains("In-Reply-To"), "{raw}");
+        let missing = OutgoingMail {
+            files: vec![Path::new("/nonexistent/file.txt")],
+            ..mail
+        };
+        assert!(build("bot@example.org", &missing).await.is_err());
+    }
 }
