@@ -199,6 +199,8 @@ fn email_a_mail_is_answered_in_its_thread_and_the_thread_is_one_session() {
         "{request}"
     );
     assert_eq!(rig.model.chat_request_count(), 2);
+    // Both mails were marked seen once handed over.
+    assert_eq!(rig.server.unseen("hermes", "botpw"), Vec::<u32>::new());
 
     wait_status(&rig.home, "email");
     rig.stop();

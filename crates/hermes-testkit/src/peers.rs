@@ -824,6 +824,48 @@ impl MailServer {
         say("QUIT", "221", &mut expect);
     }
 
+    /// The sequence numbers of `user`'s unseen mail in INBOX (an IMAP `SEARCH UNSEEN`).
+    #[allow(clippy::expect_used)]
+    pub fn unseen(&self, user: &str, password: &str) -> Vec<u32> {
+        let stream =
+            TcpStream::connect(("127.0.0.1", self.imap_port)).expect("connect to the IMAP server");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("set a timeout");
+        let mut reader = BufReader::new(stream.try_clone().expect("clone the stream"));
+        let mut writer = stream;
+        let mut lines = Vec::new();
+        let mut read_until = |tag: &str, lines: &mut Vec<String>| loop {
+            let mut line = String::new();
+            let n = reader.read_line(&mut line).expect("an IMAP line");
+            assert!(n > 0, "the IMAP server closed the connection");
+            let done = line.starts_with(tag);
+            lines.push(line);
+            if done {
+                break;
+            }
+        };
+        read_until("* OK", &mut lines);
+        for (tag, command) in [
+            ("a1", format!("LOGIN {user} {password}")),
+            ("a2", "SELECT INBOX".to_string()),
+            ("a3", "SEARCH UNSEEN".to_string()),
+            ("a4", "LOGOUT".to_string()),
+        ] {
+            writer
+                .write_all(format!("{tag} {command}\r\n").as_bytes())
+                .expect("write to the IMAP server");
+            read_until(&format!("{tag} "), &mut lines);
+        }
+        lines
+            .iter()
+            .find_map(|l| l.strip_prefix("* SEARCH"))
+            .unwrap_or_else(|| panic!("no SEARCH answer: {lines:?}"))
+            .split_whitespace()
+            .filter_map(|n| n.parse().ok())
+            .collect()
+    }
+
     /// Every mail the SMTP server accepted, in order.
     pub fn received(&self) -> Vec<RecordedMail> {
         let mut names: Vec<PathBuf> = std::fs::read_dir(self.path("outbox"))
