@@ -564,9 +564,7 @@ impl PlatformSettings {
         {
             home_channel = Some(HomeChannel {
                 chat_id: address.trim().to_ascii_lowercase(),
-                name: env
-                    .var("EMAIL_HOME_ADDRESS_NAME")
-                    .unwrap_or_else(|| "Home".into()),
+                name: "Home".into(),
                 thread_id: None,
             });
         }

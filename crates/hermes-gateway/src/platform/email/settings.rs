@@ -211,6 +211,31 @@ mod tests {
     }
 
     #[test]
+    fn the_home_address_and_the_allowlist_are_the_gateways() {
+        let mut vars = VARS.to_vec();
+        vars.extend([
+            ("EMAIL_HOME_ADDRESS", "Me@Example.org"),
+            ("EMAIL_ALLOWED_USERS", "Ann@Example.test, bob@example.test"),
+        ]);
+        let env = Environment::isolated(vars.iter().copied());
+        let config = Config::from_yaml(Path::new("/h/config.yaml"), "", &env).unwrap();
+        let platforms = PlatformsConfig::load(&config, &env);
+        let p = platforms.get("email").unwrap();
+        assert_eq!(p.home_channel.as_ref().unwrap().chat_id, "me@example.org");
+        assert_eq!(
+            p.access.allowed_users,
+            vec!["ann@example.test", "bob@example.test"]
+        );
+        // A blank variable does not enable the platform (the plugin's #40715).
+        let mut blank = VARS.to_vec();
+        blank[2] = ("EMAIL_IMAP_HOST", " ");
+        let env = Environment::isolated(blank.iter().copied());
+        let config = Config::from_yaml(Path::new("/h/config.yaml"), "", &env).unwrap();
+        let platforms = PlatformsConfig::load(&config, &env);
+        assert!(platforms.get("email").is_none_or(|p| !p.enabled));
+    }
+
+    #[test]
     fn ports_and_security_follow_the_variables() {
         let mut vars = VARS.to_vec();
         vars.extend([
