@@ -9,6 +9,7 @@ use hermes_config::{Config, Environment};
 
 use crate::platform::PlatformAdapter;
 use crate::platform::discord::{DiscordAdapter, DiscordSettings};
+use crate::platform::email::{EmailAdapter, EmailSettings};
 use crate::platform::error::PlatformConfigError;
 use crate::platform::irc::{IrcAdapter, IrcSettings};
 use crate::platform::matrix::{MatrixAdapter, MatrixSettings};
@@ -73,6 +74,7 @@ fn build_one(
         "mattermost" => Arc::new(MattermostAdapter::new(MattermostSettings::from_platform(
             p,
         )?)?),
+        "email" => Arc::new(EmailAdapter::new(EmailSettings::from_platform(p, env)?)?),
         "webhook" => {
             let home = config.path.parent().filter(|h| !h.as_os_str().is_empty());
             let (settings, problems) = WebhookSettings::from_platform(p, home)?;

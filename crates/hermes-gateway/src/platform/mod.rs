@@ -11,7 +11,8 @@
 //! - One module per platform: [`telegram`] (Bot API, long polling or webhook), [`discord`]
 //!   (gateway websocket + REST), [`slack`] (Socket Mode + Web API), [`webhook`] (inbound
 //!   HTTP routes with HMAC signatures), [`matrix`] (client-server API `/sync`), [`irc`]
-//!   (TCP/TLS line protocol), [`mattermost`] (WebSocket events + REST API v4).
+//!   (TCP/TLS line protocol), [`mattermost`] (WebSocket events + REST API v4), [`email`] (IMAP
+//!   in with IDLE, SMTP out).
 //!
 //! Adapters never take the process down: `run` reconnects with backoff until shutdown, and
 //! every failure is an error value or a status entry.
@@ -20,6 +21,7 @@ pub mod backoff;
 mod build;
 pub mod discord;
 pub(crate) mod download;
+pub mod email;
 pub mod error;
 pub(crate) mod gate;
 pub(crate) mod http;

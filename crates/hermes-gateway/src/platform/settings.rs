@@ -33,6 +33,7 @@ pub const SUPPORTED: &[&str] = &[
     "matrix",
     "irc",
     "mattermost",
+    "email",
 ];
 
 /// Every chat platform the Python Hermes knows; the ones not in [`SUPPORTED`] are reported
@@ -401,6 +402,15 @@ fn env_enables(name: &str, env: &Environment) -> bool {
         "mattermost" => {
             env.var("MATTERMOST_TOKEN").is_some() && env.var("MATTERMOST_URL").is_some()
         }
+        // The email plugin's `check_email_requirements`: all four, none blank.
+        "email" => [
+            "EMAIL_ADDRESS",
+            "EMAIL_PASSWORD",
+            "EMAIL_IMAP_HOST",
+            "EMAIL_SMTP_HOST",
+        ]
+        .iter()
+        .all(|v| env.var(v).is_some_and(|x| !x.trim().is_empty())),
         _ => false,
     }
 }
@@ -475,7 +485,7 @@ impl PlatformSettings {
         }
         if env_enables(name, env)
             && !explicit_enabled
-            && matches!(name, "matrix" | "irc" | "mattermost")
+            && matches!(name, "matrix" | "irc" | "mattermost" | "email")
         {
             enabled = true;
         }
@@ -570,6 +580,19 @@ impl PlatformSettings {
             });
         }
 
+        // Email's home is an address (`EMAIL_HOME_ADDRESS`, the plugin's cron delivery target).
+        if name == "email"
+            && let Some(address) = env
+                .var("EMAIL_HOME_ADDRESS")
+                .filter(|a| !a.trim().is_empty())
+        {
+            home_channel = Some(HomeChannel {
+                chat_id: address.trim().to_ascii_lowercase(),
+                name: "Home".into(),
+                thread_id: None,
+            });
+        }
+
         let typing_indicator = block
             .get("typing_indicator")
             .or_else(|| extra.get("typing_indicator"))
@@ -577,7 +600,7 @@ impl PlatformSettings {
             .unwrap_or(true);
 
         let setting = Setting { extra: &extra, env };
-        let access = AccessSettings {
+        let mut access = AccessSettings {
             allowed_users: setting.env_first_list("allow_from", &format!("{prefix}_ALLOWED_USERS")),
             allow_all: env_flag(env, &format!("{prefix}_ALLOW_ALL_USERS")),
             group_allowed_users: setting
@@ -601,6 +624,14 @@ impl PlatformSettings {
                 .and_then(UnauthorizedDm::parse)
                 .unwrap_or(gateway.unauthorized_dm),
         };
+        if name == "email" {
+            // Addresses compare case-insensitively; the adapter lower-cases senders.
+            for list in [&mut access.allowed_users, &mut access.group_allowed_users] {
+                for user in list.iter_mut() {
+                    *user = user.to_ascii_lowercase();
+                }
+            }
+        }
 
         // Telegram answers every group message it receives by default (the bot's privacy
         // mode already filters); Discord and Slack gate on mentions.

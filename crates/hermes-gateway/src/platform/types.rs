@@ -189,6 +189,18 @@ pub enum FileSource {
     /// A URL the adapter may fetch (with the bot's credentials when the platform requires
     /// them: Slack's `url_private`).
     Url(String),
+    /// The bytes themselves, which came inside the message (email attachments).
+    Inline(InlineBytes),
+}
+
+/// Bytes carried with an attachment; shared, and shown by size only (never dumped in logs).
+#[derive(Clone, PartialEq, Eq)]
+pub struct InlineBytes(pub std::sync::Arc<[u8]>);
+
+impl fmt::Debug for InlineBytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "InlineBytes({} bytes)", self.0.len())
+    }
 }
 
 /// A button under a message; pressing it sends `data` back as [`InboundEvent::Button`].
