@@ -204,15 +204,57 @@ pub async fn run(common: &CommonArgs, args: &GatewayArgs) -> Result<ExitCode, Cl
 
 /// `hermes gateway status`: whether a gateway runs for this home, and what its state file says.
 fn status(common: &CommonArgs) -> Result<ExitCode, CliError> {
-    let (home, _, _) = crate::session::load_home(common)?;
+    let (home, config, env) = crate::session::load_home(common)?;
     let (state, pid) = chat::state::read(home.root());
     match pid {
         Some(pid) => println!("Gateway running (pid {pid})."),
         None => println!("Gateway not running."),
     }
-    let Some(state) = state else {
-        return Ok(ExitCode::SUCCESS);
+    let live = match state {
+        Some(state) => print_state(&state, pid.is_some()),
+        None => Vec::new(),
     };
+    print_configured(&config, &env, &live, pid.is_some());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The platforms config.yaml and .env enable that the running gateway does not show (or all
+/// of them when none runs): whether each can start, without touching the network (`hermes
+/// doctor` probes the servers).
+fn print_configured(config: &Config, env: &Environment, live: &[String], running: bool) {
+    let BuiltAdapters {
+        adapters,
+        errors,
+        warnings,
+        ..
+    } = build_adapters(config, env);
+    let mut shown = false;
+    for adapter in adapters
+        .iter()
+        .filter(|a| !live.iter().any(|l| l == a.name()))
+    {
+        let note = if running {
+            "configured, not running (restart the gateway to start it)"
+        } else {
+            "configured, ready to start"
+        };
+        println!("  {:<10} {note}", adapter.name());
+        shown = true;
+    }
+    for e in &errors {
+        println!("  {:<10} cannot start: {e}", e.platform());
+        shown = true;
+    }
+    for w in &warnings {
+        println!("  ! {w}");
+    }
+    if shown {
+        println!("  `hermes doctor` checks the credentials and that each server answers.");
+    }
+}
+
+/// Prints what the state file says; returns the names of the platforms it lists.
+fn print_state(state: &serde_json::Value, running: bool) -> Vec<String> {
     let age = |at: Option<f64>| {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -220,7 +262,7 @@ fn status(common: &CommonArgs) -> Result<ExitCode, CliError> {
             .unwrap_or(0.0);
         at.map(|t| format_age((now - t).max(0.0) as u64))
     };
-    if pid.is_some() {
+    if running {
         if let Some(since) = age(state["started_at"].as_f64()) {
             println!("  up {since}");
         }
@@ -234,6 +276,7 @@ fn status(common: &CommonArgs) -> Result<ExitCode, CliError> {
     } else if let Some(ago) = age(state["stopped_at"].as_f64()) {
         println!("  stopped {ago} ago");
     }
+    let mut live = Vec::new();
     for p in state["platforms"].as_array().into_iter().flatten() {
         let mut line = format!(
             "  {:<10} {:<12} received {}, sent {}, reconnects {}",
@@ -248,8 +291,11 @@ fn status(common: &CommonArgs) -> Result<ExitCode, CliError> {
             line.push_str(&format!("\n             last error {when} ago: {error}"));
         }
         println!("{line}");
+        if let Some(name) = p["name"].as_str() {
+            live.push(name.to_string());
+        }
     }
-    Ok(ExitCode::SUCCESS)
+    live
 }
 
 fn format_age(secs: u64) -> String {

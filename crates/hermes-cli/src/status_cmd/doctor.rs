@@ -5,6 +5,7 @@
 use super::*;
 
 mod cron;
+mod platforms;
 mod sandbox;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +79,7 @@ pub async fn doctor(common: &CommonArgs, args: &DoctorArgs) -> Result<ExitCode, 
         ));
         checks.extend(browser_check(&loaded));
         checks.push(sandbox::sandbox_check(&loaded));
+        checks.extend(platforms::platform_checks(&loaded, args.offline).await);
     } else {
         // The defaults standing in would be checked instead of what the user wrote.
         checks.push(Check::warn(

@@ -107,3 +107,14 @@ pub enum PlatformConfigError {
         message: String,
     },
 }
+
+impl PlatformConfigError {
+    /// The platform whose settings are wrong (`gateway` for one no adapter exists for).
+    pub fn platform(&self) -> &'static str {
+        match self {
+            PlatformConfigError::Invalid { platform, .. }
+            | PlatformConfigError::MissingCredential { platform, .. }
+            | PlatformConfigError::Client { platform, .. } => platform,
+        }
+    }
+}

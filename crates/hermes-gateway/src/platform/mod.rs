@@ -96,6 +96,12 @@ pub trait PlatformAdapter: Send + Sync {
     ) -> Result<PathBuf, PlatformError>;
 
     fn status(&self) -> AdapterStatus;
+
+    /// `hermes doctor`'s check: reaches the platform's servers with the configured credentials
+    /// (the identity call the adapter makes when it connects, or a login), receiving and
+    /// sending nothing, and says in a few words who the bot is there (`@hermes_bot on
+    /// api.telegram.org`). Bounded by the adapter's own call timeouts.
+    async fn probe(&self) -> Result<String, PlatformError>;
 }
 
 /// Text for an edit: converted, then cut to the limit with the first part kept (an edit
@@ -122,5 +128,17 @@ pub(crate) async fn deliver(
     tokio::select! {
         _ = shutdown.cancelled() => false,
         sent = inbound.send(event) => sent.is_ok(),
+    }
+}
+
+/// `host[:port]` of a URL, for a line a user reads (the URL itself when it has no host).
+pub(crate) fn url_host(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(u) => match (u.host_str(), u.port()) {
+            (Some(host), Some(port)) => format!("{host}:{port}"),
+            (Some(host), None) => host.to_string(),
+            _ => url.to_string(),
+        },
+        Err(_) => url.to_string(),
     }
 }

@@ -437,6 +437,18 @@ impl PlatformAdapter for DiscordAdapter {
     fn status(&self) -> AdapterStatus {
         self.status.snapshot()
     }
+
+    async fn probe(&self) -> Result<String, PlatformError> {
+        let me = self
+            .call(reqwest::Method::GET, "/users/@me", None)
+            .await?
+            .unwrap_or_default();
+        Ok(format!(
+            "{} on {}",
+            me["username"].as_str().unwrap_or("the bot"),
+            crate::platform::url_host(&self.settings.base_url)
+        ))
+    }
 }
 
 #[cfg(test)]

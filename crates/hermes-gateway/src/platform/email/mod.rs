@@ -521,4 +521,29 @@ impl PlatformAdapter for EmailAdapter {
     fn status(&self) -> AdapterStatus {
         self.status.snapshot()
     }
+
+    async fn probe(&self) -> Result<String, PlatformError> {
+        let s = &self.settings;
+        let network = |message: String| PlatformError::Network {
+            platform: PLATFORM,
+            message,
+        };
+        let mut opened = imap::open(s).await.map_err(|e| match e {
+            ImapError::Login { .. } => PlatformError::Unauthorized {
+                platform: PLATFORM,
+                hint: "EMAIL_ADDRESS and EMAIL_PASSWORD",
+                message: e.to_string(),
+            },
+            other => network(other.to_string()),
+        })?;
+        let _ = opened.session.logout().await;
+        smtp::transport(s)?
+            .test_connection()
+            .await
+            .map_err(|e| network(format!("SMTP {}:{}: {e}", s.smtp_host, s.smtp_port)))?;
+        Ok(format!(
+            "{} logs in to IMAP {}:{} and SMTP {}:{}",
+            s.address, s.imap_host, s.imap_port, s.smtp_host, s.smtp_port
+        ))
+    }
 }

@@ -605,6 +605,27 @@ impl PlatformAdapter for IrcAdapter {
     fn status(&self) -> AdapterStatus {
         self.status.snapshot()
     }
+
+    async fn probe(&self) -> Result<String, PlatformError> {
+        let s = &self.settings;
+        tokio::time::timeout(
+            CONNECT_TIMEOUT,
+            ws::connect_stream(&s.server, s.port, s.use_tls),
+        )
+        .await
+        .map_err(|_| format!("no connection within {CONNECT_TIMEOUT:?}"))
+        .and_then(|r| r)
+        .map_err(|message| PlatformError::Network {
+            platform: PLATFORM,
+            message: format!("{}:{}: {message}", s.server, s.port),
+        })?;
+        Ok(format!(
+            "{}:{} accepts connections{}",
+            s.server,
+            s.port,
+            if s.use_tls { " (TLS)" } else { "" }
+        ))
+    }
 }
 
 #[cfg(test)]

@@ -983,6 +983,29 @@ impl PlatformAdapter for MatrixAdapter {
     fn status(&self) -> AdapterStatus {
         self.status.snapshot()
     }
+
+    async fn probe(&self) -> Result<String, PlatformError> {
+        let server = crate::platform::url_host(&self.settings.homeserver);
+        match &self.settings.auth {
+            MatrixAuth::Token(token) => {
+                self.api.set_token(Some(token.clone()));
+                let who: WhoAmI = self.api.get(&["account", "whoami"]).await?;
+                Ok(format!("{} on {server}", who.user_id))
+            }
+            // A password login makes a new device and token each time: only the server is
+            // checked; the login happens when the gateway starts.
+            MatrixAuth::Password { user_id, .. } => {
+                let url = self.api.url(&["_matrix", "client", "versions"])?;
+                let _: serde_json::Value = self
+                    .api
+                    .send(self.api.request(reqwest::Method::GET, url), CALL_TIMEOUT)
+                    .await?;
+                Ok(format!(
+                    "{server} answers; {user_id} logs in with MATRIX_PASSWORD when the gateway starts"
+                ))
+            }
+        }
+    }
 }
 
 #[cfg(test)]

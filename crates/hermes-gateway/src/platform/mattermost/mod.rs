@@ -352,6 +352,15 @@ impl PlatformAdapter for MattermostAdapter {
     fn status(&self) -> AdapterStatus {
         self.status.snapshot()
     }
+
+    async fn probe(&self) -> Result<String, PlatformError> {
+        let me = self.identify().await?;
+        Ok(format!(
+            "@{} on {}",
+            me.username,
+            crate::platform::url_host(&self.settings.url)
+        ))
+    }
 }
 
 #[cfg(test)]

@@ -432,6 +432,21 @@ impl PlatformAdapter for SlackAdapter {
     fn status(&self) -> AdapterStatus {
         self.status.snapshot()
     }
+
+    async fn probe(&self) -> Result<String, PlatformError> {
+        let me = self.call("auth.test", json!({})).await?;
+        // The app-level token opens the Socket Mode connection: a URL asked for and not used
+        // expires on its own.
+        self.web
+            .call("apps.connections.open", &json!({}), Token::App)
+            .await?;
+        Ok(format!(
+            "{} in {} on {}, Socket Mode allowed",
+            me["user"].as_str().unwrap_or("the bot"),
+            me["team"].as_str().unwrap_or("the workspace"),
+            crate::platform::url_host(&self.settings.base_url)
+        ))
+    }
 }
 
 #[cfg(test)]

@@ -725,6 +725,15 @@ impl PlatformAdapter for TelegramAdapter {
     fn status(&self) -> AdapterStatus {
         self.status.snapshot()
     }
+
+    async fn probe(&self) -> Result<String, PlatformError> {
+        let me = self.identify().await?;
+        Ok(format!(
+            "@{} on {}",
+            me.username,
+            crate::platform::url_host(&self.api.settings.base_url)
+        ))
+    }
 }
 
 #[cfg(test)]

@@ -750,4 +750,17 @@ impl PlatformAdapter for WebhookAdapter {
     fn status(&self) -> AdapterStatus {
         self.shared.status.snapshot()
     }
+
+    async fn probe(&self) -> Result<String, PlatformError> {
+        let s = &self.shared.settings;
+        Ok(format!(
+            "receives on http://{}:{} ({})",
+            s.host,
+            s.port,
+            match s.routes.len() {
+                1 => "1 route".to_string(),
+                n => format!("{n} routes"),
+            }
+        ))
+    }
 }
