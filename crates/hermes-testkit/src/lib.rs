@@ -4,7 +4,8 @@
 //! streams) and request capture, canned answers for other paths (an OAuth
 //! device-code / token server), isolated temp homes for running the `hermes`
 //! binary, measuring a child's peak memory, doubles of the chat platforms
-//! ([`platforms`]) and real chat servers started for a test ([`peers`]: Synapse, ngircd).
+//! ([`platforms`]) and real chat servers started for a test ([`peers`]: Synapse, ngircd,
+//! Dovecot; [`platforms::prosody`]: Prosody for XMPP).
 //!
 //! ```no_run
 //! use hermes_testkit::{MockServer, Script, Turn};

@@ -12,7 +12,7 @@
 //!   (gateway websocket + REST), [`slack`] (Socket Mode + Web API), [`webhook`] (inbound
 //!   HTTP routes with HMAC signatures), [`matrix`] (client-server API `/sync`), [`irc`]
 //!   (TCP/TLS line protocol), [`mattermost`] (WebSocket events + REST API v4), [`email`] (IMAP
-//!   in with IDLE, SMTP out).
+//!   in with IDLE, SMTP out), [`xmpp`] (our own XMPP client: STARTTLS, SCRAM, MUC rooms).
 //!
 //! Adapters never take the process down: `run` reconnects with backoff until shutdown, and
 //! every failure is an error value or a status entry.
@@ -37,6 +37,7 @@ pub mod telegram;
 pub mod types;
 pub mod webhook;
 pub(crate) mod ws;
+pub mod xmpp;
 
 use std::path::{Path, PathBuf};
 

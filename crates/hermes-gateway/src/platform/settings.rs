@@ -34,6 +34,7 @@ pub const SUPPORTED: &[&str] = &[
     "irc",
     "mattermost",
     "email",
+    "xmpp",
 ];
 
 /// Every chat platform the Python Hermes knows; the ones not in [`SUPPORTED`] are reported
@@ -64,6 +65,8 @@ pub const KNOWN: &[&str] = &[
     "line",
     "teams",
     "google_chat",
+    // Not a platform of the Python Hermes: this gateway's own addition.
+    "xmpp",
 ];
 
 /// Keys of a top-level `<platform>:` block that Python bridges into `platforms.<p>.extra`.
@@ -411,6 +414,10 @@ fn env_enables(name: &str, env: &Environment) -> bool {
         ]
         .iter()
         .all(|v| env.var(v).is_some_and(|x| !x.trim().is_empty())),
+        // Ours (the Python Hermes has no XMPP): an account and its password.
+        "xmpp" => ["XMPP_JID", "XMPP_PASSWORD"]
+            .iter()
+            .all(|v| env.var(v).is_some_and(|x| !x.trim().is_empty())),
         _ => false,
     }
 }
@@ -485,7 +492,7 @@ impl PlatformSettings {
         }
         if env_enables(name, env)
             && !explicit_enabled
-            && matches!(name, "matrix" | "irc" | "mattermost" | "email")
+            && matches!(name, "matrix" | "irc" | "mattermost" | "email" | "xmpp")
         {
             enabled = true;
         }
@@ -624,8 +631,8 @@ impl PlatformSettings {
                 .and_then(UnauthorizedDm::parse)
                 .unwrap_or(gateway.unauthorized_dm),
         };
-        if name == "email" {
-            // Addresses compare case-insensitively; the adapter lower-cases senders.
+        if name == "email" || name == "xmpp" {
+            // Addresses and JIDs compare case-insensitively; the adapters lower-case senders.
             for list in [&mut access.allowed_users, &mut access.group_allowed_users] {
                 for user in list.iter_mut() {
                     *user = user.to_ascii_lowercase();

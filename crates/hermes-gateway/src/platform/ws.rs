@@ -37,6 +37,16 @@ pub(crate) async fn connect_stream(
     if !tls {
         return Ok(Box::new(tcp));
     }
+    tls_wrap(Box::new(tcp), host).await
+}
+
+/// Wraps a connected stream in TLS (rustls with the ring provider and the platform's
+/// certificate verifier), checking the certificate against `name` (the host, or for XMPP's
+/// STARTTLS the JID's domain). Errors are one line.
+pub(crate) async fn tls_wrap(
+    stream: Box<dyn Stream>,
+    name: &str,
+) -> Result<Box<dyn Stream>, String> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let config = rustls::ClientConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
@@ -46,14 +56,14 @@ pub(crate) async fn connect_stream(
     .with_platform_verifier()
     .map_err(|e| format!("TLS setup: {e}"))?
     .with_no_client_auth();
-    let name = ServerName::try_from(host.trim_matches(['[', ']']).to_string())
-        .map_err(|e| format!("bad TLS server name {host}: {e}"))?;
+    let server_name = ServerName::try_from(name.trim_matches(['[', ']']).to_string())
+        .map_err(|e| format!("bad TLS server name {name}: {e}"))?;
     let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
     Ok(Box::new(
         connector
-            .connect(name, tcp)
+            .connect(server_name, stream)
             .await
-            .map_err(|e| format!("TLS with {host}: {e}"))?,
+            .map_err(|e| format!("TLS with {name}: {e}"))?,
     ))
 }
 

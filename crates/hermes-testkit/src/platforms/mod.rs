@@ -12,11 +12,14 @@
 //! - [`mattermost::MattermostMock`]: REST API v4 and the WebSocket (authentication
 //!   challenge, `hello` with a connection id, `posted` events with seq numbers, reliable
 //!   reconnects replaying missed events, faults).
+//! - [`prosody::Prosody`]: not a double but the real XMPP server (Debian's Prosody) in a temp
+//!   directory, with [`prosody::XmppClient`], a tiny blocking client playing the human.
 //! - [`webhook`]: signing helpers for the tests of our inbound webhook server, and a
 //!   receiver for its callbacks.
 
 pub mod discord;
 pub mod mattermost;
+pub mod prosody;
 mod server;
 pub mod slack;
 pub mod telegram;
