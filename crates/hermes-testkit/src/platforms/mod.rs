@@ -12,12 +12,16 @@
 //! - [`mattermost::MattermostMock`]: REST API v4 and the WebSocket (authentication
 //!   challenge, `hello` with a connection id, `posted` events with seq numbers, reliable
 //!   reconnects replaying missed events, faults).
+//! - [`signal::SignalMock`]: a `signal-cli daemon --http` (JSON-RPC on `/api/v1/rpc`, the
+//!   Server-Sent Events of `/api/v1/events` with event ids and `Last-Event-ID` replays,
+//!   `/api/v1/check`), scripted users and groups, attachments, dropped streams.
 //! - [`webhook`]: signing helpers for the tests of our inbound webhook server, and a
 //!   receiver for its callbacks.
 
 pub mod discord;
 pub mod mattermost;
 mod server;
+pub mod signal;
 pub mod slack;
 pub mod telegram;
 pub mod telegram_markdown;
