@@ -96,7 +96,11 @@ fn signal_dms_pairing_long_answers_pictures_and_groups() {
         Turn::text("A red square."),
         Turn::text("Hi, group."),
     ]));
-    let (home, gateway) = start(&sig, &model, &format!("SIGNAL_GROUP_ALLOWED_USERS={GROUP}\n"));
+    let (home, gateway) = start(
+        &sig,
+        &model,
+        &format!("SIGNAL_GROUP_ALLOWED_USERS={GROUP}\n"),
+    );
     let ann = ann();
     let bob = bob();
 
@@ -134,7 +138,11 @@ fn signal_dms_pairing_long_answers_pictures_and_groups() {
             .iter()
             .any(|m| m.contains("pairing code is"))
     });
-    assert_eq!(model.chat_request_count(), 1, "a stranger reached the model");
+    assert_eq!(
+        model.chat_request_count(),
+        1,
+        "a stranger reached the model"
+    );
     let text = sent_to(&sig, &bob.number)[0].clone();
     let code: String = text
         .split("pairing code is ")
@@ -147,7 +155,9 @@ fn signal_dms_pairing_long_answers_pictures_and_groups() {
     assert!(approved.status.success(), "{approved:?}");
     sig.dm(&bob, "hello again");
     wait("Bob's answer", || {
-        sent_to(&sig, &bob.number).iter().any(|m| m == "Welcome, Bob.")
+        sent_to(&sig, &bob.number)
+            .iter()
+            .any(|m| m == "Welcome, Bob.")
     });
 
     // A long answer: two messages within 8,000 characters, nothing lost.
@@ -179,7 +189,9 @@ fn signal_dms_pairing_long_answers_pictures_and_groups() {
         }],
     );
     wait("the picture answer", || {
-        sent_to(&sig, &ann.number).iter().any(|m| m == "A red square.")
+        sent_to(&sig, &ann.number)
+            .iter()
+            .any(|m| m == "A red square.")
     });
     assert_eq!(sig.calls("getAttachment").len(), 1);
     let user = last_user_message(&model.last_chat_request().unwrap()).to_string();
@@ -225,7 +237,11 @@ fn signal_replays_what_arrived_while_the_event_stream_was_down() {
     sig.dm(&ann, "two");
     wait("the second answer", || shown("Answer two.") == 1);
     std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(model.chat_request_count(), 2, "a message was answered twice");
+    assert_eq!(
+        model.chat_request_count(),
+        2,
+        "a message was answered twice"
+    );
     assert_eq!(shown("Answer one."), 1);
     let (connections, resumed) = sig.connections();
     assert!(

@@ -47,7 +47,10 @@ impl Contact {
         let digits: String = number.chars().filter(char::is_ascii_digit).collect();
         Contact {
             number: number.to_string(),
-            uuid: format!("00000000-0000-4000-8000-{:0>12}", &digits[digits.len().saturating_sub(12)..]),
+            uuid: format!(
+                "00000000-0000-4000-8000-{:0>12}",
+                &digits[digits.len().saturating_sub(12)..]
+            ),
             name: name.to_string(),
         }
     }
@@ -205,9 +208,11 @@ impl SignalMock {
             let mut st = self.shared.lock();
             for (i, f) in files.into_iter().enumerate() {
                 let id = format!("att{ts}x{i}");
-                list.push(json!({"contentType": f.content_type, "filename": f.filename,
+                list.push(
+                    json!({"contentType": f.content_type, "filename": f.filename,
                     "id": id, "size": f.bytes.len(), "width": null, "height": null,
-                    "caption": null, "uploadTimestamp": ts}));
+                    "caption": null, "uploadTimestamp": ts}),
+                );
                 st.attachments.insert(id, f.bytes);
             }
             dm["attachments"] = Value::Array(list);
@@ -219,7 +224,13 @@ impl SignalMock {
 
     /// `from` writes `text` in group `group_id`; `mentions` as signal-cli gives them
     /// (`[{"start", "length", "number", "uuid", "name"}]`, the text holding U+FFFC there).
-    pub fn group_message(&self, group_id: &str, from: &Contact, text: &str, mentions: Value) -> u64 {
+    pub fn group_message(
+        &self,
+        group_id: &str,
+        from: &Contact,
+        text: &str,
+        mentions: Value,
+    ) -> u64 {
         let (ts, name) = {
             let mut st = self.shared.lock();
             let name = st.groups.get(group_id).cloned().unwrap_or_default();
@@ -367,7 +378,10 @@ impl SignalService {
             }
             let recipients: Vec<String> = match &params["recipient"] {
                 Value::String(r) => vec![r.clone()],
-                Value::Array(list) => list.iter().filter_map(|v| v.as_str().map(str::to_string)).collect(),
+                Value::Array(list) => list
+                    .iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect(),
                 _ => Vec::new(),
             };
             if recipients.is_empty() {
@@ -395,9 +409,15 @@ impl SignalService {
                     one => vec![one.clone()],
                 };
                 for f in &files {
-                    let ok = f.as_str().is_some_and(|p| std::path::Path::new(p).is_file());
+                    let ok = f
+                        .as_str()
+                        .is_some_and(|p| std::path::Path::new(p).is_file());
                     if !ok {
-                        return rpc_error(&id, -1, &format!("Failed to send message: attachment {f} not found"));
+                        return rpc_error(
+                            &id,
+                            -1,
+                            &format!("Failed to send message: attachment {f} not found"),
+                        );
                     }
                 }
                 if params["message"].as_str().unwrap_or_default().is_empty() && files.is_empty() {
@@ -435,8 +455,10 @@ impl SignalService {
                 let list: Vec<Value> = st
                     .contacts
                     .iter()
-                    .map(|c| json!({"number": c.number, "uuid": c.uuid, "name": c.name,
-                        "isBlocked": false, "profile": {"givenName": c.name}}))
+                    .map(|c| {
+                        json!({"number": c.number, "uuid": c.uuid, "name": c.name,
+                        "isBlocked": false, "profile": {"givenName": c.name}})
+                    })
                     .collect();
                 rpc_result(&id, Value::Array(list))
             }
@@ -488,7 +510,10 @@ impl SignalService {
             return;
         }
         for frame in backlog {
-            if http::write_chunk(&mut conn, frame.as_bytes()).await.is_err() {
+            if http::write_chunk(&mut conn, frame.as_bytes())
+                .await
+                .is_err()
+            {
                 return;
             }
         }
@@ -499,7 +524,10 @@ impl SignalService {
                 Ok(Some(Outgoing::Event(frame))) => frame,
                 Ok(Some(Outgoing::Drop)) | Ok(None) => break,
             };
-            if http::write_chunk(&mut conn, bytes.as_bytes()).await.is_err() {
+            if http::write_chunk(&mut conn, bytes.as_bytes())
+                .await
+                .is_err()
+            {
                 break;
             }
         }
@@ -520,7 +548,11 @@ impl Service for SignalService {
         })
     }
 
-    fn websocket(self: Arc<Self>, _req: MockRequest, _ws: WebSocketStream<TcpStream>) -> BoxFuture<()> {
+    fn websocket(
+        self: Arc<Self>,
+        _req: MockRequest,
+        _ws: WebSocketStream<TcpStream>,
+    ) -> BoxFuture<()> {
         Box::pin(async {})
     }
 

@@ -304,15 +304,16 @@ impl Converter<'_> {
                 .iter()
                 .find_map(|k| q[*k].as_str())
         });
-        let replies_to_bot = reply_to.as_deref().is_some_and(|id| self.memory.is_sent(id))
+        let replies_to_bot = reply_to
+            .as_deref()
+            .is_some_and(|id| self.memory.is_sent(id))
             || quote_author == Some(account);
         let mut mentions_bot = false;
         if chat_type == ChatType::Group {
             let own = format!("@{account}");
-            mentions_bot = mentions
-                .iter()
-                .any(|m| m["number"].as_str() == Some(account) || m["uuid"].as_str() == Some(account))
-                || text.contains(&own)
+            mentions_bot = mentions.iter().any(|m| {
+                m["number"].as_str() == Some(account) || m["uuid"].as_str() == Some(account)
+            }) || text.contains(&own)
                 || gate::matches_patterns(&self.settings.mentions, &text);
             let group = group_id.unwrap_or_default();
             let input = GateInput {
@@ -476,7 +477,10 @@ mod tests {
             "typingMessage": {"action": "STARTED", "timestamp": 5}}});
         assert!(conv.convert(&typing).is_none());
         assert!(conv.convert(&json!("not an object")).is_none());
-        assert!(conv.convert(&json!({"envelope": {"dataMessage": 3}})).is_none());
+        assert!(
+            conv.convert(&json!({"envelope": {"dataMessage": 3}}))
+                .is_none()
+        );
     }
 
     #[test]

@@ -26,8 +26,8 @@ use tokio_util::sync::CancellationToken;
 
 use self::events::{Converter, MAX_ATTACHMENT, Memory, SseParser};
 use self::rpc::Rpc;
-pub use self::settings::SignalSettings;
 use self::settings::PLATFORM;
+pub use self::settings::SignalSettings;
 use crate::platform::backoff::{Backoff, FATAL_RETRY, sleep_or_shutdown};
 use crate::platform::error::{PlatformConfigError, PlatformError};
 use crate::platform::http::{self, MAX_API_BODY, network, with_rate_limit};
@@ -71,7 +71,21 @@ fn guess_extension(data: &[u8]) -> &'static str {
         [0x89, b'P', b'N', b'G', ..] => ".png",
         [0xFF, 0xD8, ..] => ".jpg",
         [b'G', b'I', b'F', b'8', ..] => ".gif",
-        [b'R', b'I', b'F', b'F', _, _, _, _, b'W', b'E', b'B', b'P', ..] => ".webp",
+        [
+            b'R',
+            b'I',
+            b'F',
+            b'F',
+            _,
+            _,
+            _,
+            _,
+            b'W',
+            b'E',
+            b'B',
+            b'P',
+            ..,
+        ] => ".webp",
         [b'%', b'P', b'D', b'F', ..] => ".pdf",
         [_, _, _, _, b'f', b't', b'y', b'p', ..] => ".mp4",
         [b'O', b'g', b'g', b'S', ..] => ".ogg",
@@ -215,7 +229,9 @@ impl SignalAdapter {
             };
             let chunk = match chunk {
                 None => return End::Lost("the event stream ended".into()),
-                Some(Err(e)) => return End::Lost(format!("event stream: {}", network(PLATFORM, e))),
+                Some(Err(e)) => {
+                    return End::Lost(format!("event stream: {}", network(PLATFORM, e)));
+                }
                 Some(Ok(c)) => c,
             };
             for event in parser.push(&chunk) {
@@ -420,10 +436,13 @@ impl PlatformAdapter for SignalAdapter {
                 limit,
             });
         }
-        let name = attachment
-            .file_name
-            .clone()
-            .unwrap_or_else(|| format!("{}{}", download::safe_file_name(Some(id)), guess_extension(&bytes)));
+        let name = attachment.file_name.clone().unwrap_or_else(|| {
+            format!(
+                "{}{}",
+                download::safe_file_name(Some(id)),
+                guess_extension(&bytes)
+            )
+        });
         download::write_bytes(dir, Some(&name), &bytes).await
     }
 
