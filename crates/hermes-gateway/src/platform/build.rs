@@ -15,6 +15,7 @@ use crate::platform::irc::{IrcAdapter, IrcSettings};
 use crate::platform::matrix::{MatrixAdapter, MatrixSettings};
 use crate::platform::mattermost::{MattermostAdapter, MattermostSettings};
 use crate::platform::settings::{PlatformSettings, PlatformsConfig, SUPPORTED};
+use crate::platform::signal::{SignalAdapter, SignalSettings};
 use crate::platform::slack::{SlackAdapter, SlackSettings};
 use crate::platform::telegram::{TelegramAdapter, TelegramSettings};
 use crate::platform::webhook::{WebhookAdapter, WebhookSettings};
@@ -77,6 +78,7 @@ fn build_one(
         )?)?),
         "email" => Arc::new(EmailAdapter::new(EmailSettings::from_platform(p, env)?)?),
         "xmpp" => Arc::new(XmppAdapter::new(XmppSettings::from_platform(p, env)?)?),
+        "signal" => Arc::new(SignalAdapter::new(SignalSettings::from_platform(p)?)?),
         "webhook" => {
             let home = config.path.parent().filter(|h| !h.as_os_str().is_empty());
             let (settings, problems) = WebhookSettings::from_platform(p, home)?;
@@ -139,7 +141,7 @@ mod tests {
     #[test]
     fn enabled_platforms_become_adapters_and_problems_are_named() {
         let b = build(
-            "platforms:\n  signal: {enabled: true}\n  slack: {enabled: true}\n  webhook:\n    enabled: true\n    extra:\n      routes:\n        a: {secret: s}\n        b: {prompt: x}\n",
+            "platforms:\n  sms: {enabled: true}\n  slack: {enabled: true}\n  webhook:\n    enabled: true\n    extra:\n      routes:\n        a: {secret: s}\n        b: {prompt: x}\n",
             &[
                 ("TELEGRAM_BOT_TOKEN", "1:a"),
                 ("DISCORD_BOT_TOKEN", "d"),
@@ -155,7 +157,7 @@ mod tests {
             b.errors[0]
         );
         let warnings = b.warnings.join("\n");
-        assert!(warnings.contains("no signal adapter"), "{warnings}");
+        assert!(warnings.contains("no sms adapter"), "{warnings}");
         assert!(
             warnings.contains("route \"b\" has no HMAC secret"),
             "{warnings}"

@@ -153,6 +153,35 @@ pub(crate) async fn save(
     }
 }
 
+/// Writes `bytes` already in memory (an attachment that came base64 inside an API answer)
+/// into `dir` as [`save`] names files: a temporary name renamed when complete.
+pub(crate) async fn write_bytes(
+    dir: &Path,
+    name_hint: Option<&str>,
+    bytes: &[u8],
+) -> Result<PathBuf, PlatformError> {
+    let name = safe_file_name(name_hint);
+    tokio::fs::create_dir_all(dir)
+        .await
+        .map_err(|e| PlatformError::io(dir, e))?;
+    let prefix = unique_prefix();
+    let final_path = dir.join(format!("{prefix}_{name}"));
+    let part_path = dir.join(format!("{prefix}_{name}.part"));
+    let write = async {
+        let mut file = tokio::fs::File::create(&part_path).await?;
+        file.write_all(bytes).await?;
+        file.flush().await
+    };
+    if let Err(e) = write.await {
+        let _ = tokio::fs::remove_file(&part_path).await;
+        return Err(PlatformError::io(&part_path, e));
+    }
+    tokio::fs::rename(&part_path, &final_path)
+        .await
+        .map_err(|e| PlatformError::io(&final_path, e))?;
+    Ok(final_path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,9 @@
 //!   (gateway websocket + REST), [`slack`] (Socket Mode + Web API), [`webhook`] (inbound
 //!   HTTP routes with HMAC signatures), [`matrix`] (client-server API `/sync`), [`irc`]
 //!   (TCP/TLS line protocol), [`mattermost`] (WebSocket events + REST API v4), [`email`] (IMAP
-//!   in with IDLE, SMTP out), [`xmpp`] (our own XMPP client: STARTTLS, SCRAM, MUC rooms).
+//!   in with IDLE, SMTP out), [`xmpp`] (our own XMPP client: STARTTLS, SCRAM, MUC rooms),
+//!   [`signal`] (a signal-cli daemon: Server-Sent Events in,
+//!   JSON-RPC out).
 //!
 //! Adapters never take the process down: `run` reconnects with backoff until shutdown, and
 //! every failure is an error value or a status entry.
@@ -30,6 +32,7 @@ pub mod markdown;
 pub mod matrix;
 pub mod mattermost;
 pub mod settings;
+pub mod signal;
 pub mod slack;
 pub mod split;
 pub mod status;

@@ -35,6 +35,7 @@ pub const SUPPORTED: &[&str] = &[
     "mattermost",
     "email",
     "xmpp",
+    "signal",
 ];
 
 /// Every chat platform the Python Hermes knows; the ones not in [`SUPPORTED`] are reported
@@ -405,6 +406,8 @@ fn env_enables(name: &str, env: &Environment) -> bool {
         "mattermost" => {
             env.var("MATTERMOST_TOKEN").is_some() && env.var("MATTERMOST_URL").is_some()
         }
+        // Python's `_apply_env_overrides`: the daemon's URL and the account.
+        "signal" => env.var("SIGNAL_HTTP_URL").is_some() && env.var("SIGNAL_ACCOUNT").is_some(),
         // The email plugin's `check_email_requirements`: all four, none blank.
         "email" => [
             "EMAIL_ADDRESS",
@@ -492,7 +495,7 @@ impl PlatformSettings {
         }
         if env_enables(name, env)
             && !explicit_enabled
-            && matches!(name, "matrix" | "irc" | "mattermost" | "email" | "xmpp")
+            && matches!(name, "matrix" | "irc" | "mattermost" | "email" | "xmpp" | "signal")
         {
             enabled = true;
         }
@@ -500,6 +503,17 @@ impl PlatformSettings {
             for (var, key) in [
                 ("MATTERMOST_URL", "url"),
                 ("MATTERMOST_REPLY_MODE", "reply_mode"),
+            ] {
+                if let Some(value) = env.var(var) {
+                    extra.insert(key.into(), Value::String(value));
+                }
+            }
+        }
+        if name == "signal" {
+            for (var, key) in [
+                ("SIGNAL_HTTP_URL", "http_url"),
+                ("SIGNAL_ACCOUNT", "account"),
+                ("SIGNAL_IGNORE_STORIES", "ignore_stories"),
             ] {
                 if let Some(value) = env.var(var) {
                     extra.insert(key.into(), Value::String(value));
@@ -642,7 +656,8 @@ impl PlatformSettings {
 
         // Telegram answers every group message it receives by default (the bot's privacy
         // mode already filters); Discord and Slack gate on mentions.
-        let default_require_mention = name != "telegram";
+        // Signal too answers every message of an allowed group unless told otherwise.
+        let default_require_mention = !matches!(name, "telegram" | "signal");
         let free_key = if name == "telegram" {
             "free_response_chats"
         } else {
@@ -703,6 +718,16 @@ impl PlatformSettings {
                 .unwrap_or(false),
         };
 
+        if name == "signal" {
+            // Python's Signal adapter reads SIGNAL_GROUP_ALLOWED_USERS as the groups it listens
+            // in (ids or `*`), not as senders: senders in a group still need SIGNAL_ALLOWED_USERS
+            // or pairing. The adapter takes the list from `extra`.
+            let groups = std::mem::take(&mut access.group_allowed_users);
+            extra.insert(
+                "group_allowed_users".into(),
+                Value::Array(groups.into_iter().map(Value::String).collect()),
+            );
+        }
         PlatformSettings {
             name: name.to_string(),
             enabled,

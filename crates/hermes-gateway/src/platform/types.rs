@@ -191,6 +191,9 @@ pub enum FileSource {
     Url(String),
     /// The bytes themselves, which came inside the message (email attachments).
     Inline(InlineBytes),
+    /// An id the adapter resolves through its own API (a signal-cli attachment id, fetched
+    /// with `getAttachment`).
+    PlatformId(String),
 }
 
 /// Bytes carried with an attachment; shared, and shown by size only (never dumped in logs).

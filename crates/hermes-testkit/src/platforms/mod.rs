@@ -14,6 +14,9 @@
 //!   reconnects replaying missed events, faults).
 //! - [`prosody::Prosody`]: not a double but the real XMPP server (Debian's Prosody) in a temp
 //!   directory, with [`prosody::XmppClient`], a tiny blocking client playing the human.
+//! - [`signal::SignalMock`]: a `signal-cli daemon --http` (JSON-RPC on `/api/v1/rpc`, the
+//!   Server-Sent Events of `/api/v1/events` with event ids and `Last-Event-ID` replays,
+//!   `/api/v1/check`), scripted users and groups, attachments, dropped streams.
 //! - [`webhook`]: signing helpers for the tests of our inbound webhook server, and a
 //!   receiver for its callbacks.
 
@@ -21,6 +24,7 @@ pub mod discord;
 pub mod mattermost;
 pub mod prosody;
 mod server;
+pub mod signal;
 pub mod slack;
 pub mod telegram;
 pub mod telegram_markdown;

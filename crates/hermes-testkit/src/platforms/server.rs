@@ -1,7 +1,8 @@
 //! The engine under every platform mock: a dedicated OS thread with its own tokio runtime, a
 //! listener on 127.0.0.1, HTTP/1.1 requests (keep-alive) handed to the mock's [`Service`],
-//! and WebSocket upgrades on the same port handed to it as a server-side stream. Dropping the
-//! [`Server`] stops the runtime, closing every connection.
+//! WebSocket upgrades on the same port handed to it as a server-side stream, and requests a
+//! mock answers by streaming (Server-Sent Events) handed to it with the raw connection.
+//! Dropping the [`Server`] stops the runtime, closing every connection.
 
 use std::future::Future;
 use std::io;
@@ -150,6 +151,17 @@ pub(crate) trait Service: Send + Sync + 'static {
         req: MockRequest,
         ws: WebSocketStream<TcpStream>,
     ) -> BoxFuture<()>;
+
+    /// Whether the mock answers `req` itself on the raw connection ([`Service::stream`]),
+    /// for responses that never end (Server-Sent Events).
+    fn streams(&self, _req: &MockRequest) -> bool {
+        false
+    }
+
+    /// Writes the whole response to `req` on `conn`; the connection closes when it returns.
+    fn stream(self: Arc<Self>, _req: MockRequest, _conn: TcpStream) -> BoxFuture<()> {
+        Box::pin(async {})
+    }
 }
 
 /// A running mock server; dropping it stops it.
@@ -266,6 +278,11 @@ async fn serve_connection<S: Service>(stream: TcpStream, service: Arc<S>) {
             headers: req.headers.clone(),
             body: req.body.clone(),
         };
+        if service.streams(&mock_req) {
+            let stream = conn.into_inner();
+            Arc::clone(&service).stream(mock_req, stream).await;
+            return;
+        }
         let upgrade = req
             .header("upgrade")
             .is_some_and(|u| u.eq_ignore_ascii_case("websocket"));

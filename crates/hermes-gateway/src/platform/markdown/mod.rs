@@ -18,6 +18,7 @@ mod text;
 use crate::platform::types::Dialect;
 
 pub(crate) use inline::Inline;
+pub(crate) use inline::parse as inline_parse;
 
 /// Converts model markdown into `dialect`.
 pub fn render(text: &str, dialect: Dialect) -> String {
