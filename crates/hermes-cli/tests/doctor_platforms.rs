@@ -3,7 +3,9 @@
 //! with the bot's name; Telegram's double refuses a wrong token; an IRC port nobody listens on
 //! is unreachable; Slack without its app token cannot start; a platform this build lacks is a
 //! warning. `--offline` checks only the settings and sends nothing; `gateway status` lists the
-//! configured platforms without touching the network.
+//! configured platforms without touching the network. Real servers: an IMAP and SMTP login
+//! (Dovecot, aiosmtpd) and an XMPP login (Prosody), each with the right and a wrong password;
+//! the Signal daemon's double asked about the account, and an unreachable daemon.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -222,5 +224,78 @@ fn doctor_logs_in_to_real_imap_and_smtp_servers() {
     assert_eq!(
         fix_after(&text, "✗ email"),
         "fix: check EMAIL_ADDRESS and EMAIL_PASSWORD"
+    );
+}
+
+#[test]
+fn doctor_logs_in_to_a_real_xmpp_server() {
+    let server = match hermes_testkit::platforms::prosody::Prosody::start(&[("hermes", "botpw")]) {
+        Ok(s) => s,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    let model = MockServer::start(Script::new(vec![Turn::text("unused")]));
+    let home = TestHome::new();
+    home.write_config(&mock_config_yaml(&model));
+    let env = |password: &str| {
+        format!(
+            "XMPP_JID=hermes@localhost\nXMPP_PASSWORD={password}\nXMPP_SERVER=127.0.0.1:{}\nXMPP_ALLOW_PLAINTEXT=true\n",
+            server.port
+        )
+    };
+    home.write_file(".env", &env("botpw"));
+    let o = run(&home, &["doctor"]);
+    let text = stdout(&o);
+    assert!(o.status.success(), "{text}\n{}", stderr(&o));
+    assert!(
+        text.contains(&format!(
+            "✓ xmpp         hermes@localhost logs in to 127.0.0.1:{}\n",
+            server.port
+        )),
+        "{text}"
+    );
+    home.write_file(".env", &env("wrong"));
+    let o = run(&home, &["doctor"]);
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(text.contains("✗ xmpp         xmpp: "), "{text}");
+}
+
+#[test]
+fn doctor_asks_the_signal_daemon_about_the_account() {
+    let signal = hermes_testkit::platforms::signal::SignalMock::start("+15550000000");
+    let model = MockServer::start(Script::new(vec![Turn::text("unused")]));
+    let home = TestHome::new();
+    home.write_config(&mock_config_yaml(&model));
+    home.write_file(
+        ".env",
+        &format!(
+            "SIGNAL_HTTP_URL={}\nSIGNAL_ACCOUNT=+15550000000\n",
+            signal.url()
+        ),
+    );
+    let o = run(&home, &["doctor"]);
+    let text = stdout(&o);
+    assert!(o.status.success(), "{text}\n{}", stderr(&o));
+    let port = signal.url().rsplit(':').next().unwrap().to_string();
+    assert!(
+        text.contains(&format!(
+            "✓ signal       +15550000000 on the signal-cli daemon at 127.0.0.1:{port} (0 groups)\n"
+        )),
+        "{text}"
+    );
+
+    home.write_file(
+        ".env",
+        "SIGNAL_HTTP_URL=http://127.0.0.1:1\nSIGNAL_ACCOUNT=+15550000000\n",
+    );
+    let o = run(&home, &["doctor"]);
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("✗ signal       signal: network error"),
+        "{text}"
     );
 }

@@ -495,7 +495,10 @@ impl PlatformSettings {
         }
         if env_enables(name, env)
             && !explicit_enabled
-            && matches!(name, "matrix" | "irc" | "mattermost" | "email" | "xmpp" | "signal")
+            && matches!(
+                name,
+                "matrix" | "irc" | "mattermost" | "email" | "xmpp" | "signal"
+            )
         {
             enabled = true;
         }

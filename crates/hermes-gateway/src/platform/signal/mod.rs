@@ -454,10 +454,7 @@ impl PlatformAdapter for SignalAdapter {
         // A read the daemon answers only for an account it has: the URL and the account
         // both proven, nothing sent.
         let groups = self
-            .call(
-                "listGroups",
-                json!({"account": self.settings.account}),
-            )
+            .call("listGroups", json!({"account": self.settings.account}))
             .await?;
         Ok(format!(
             "{} on the signal-cli daemon at {} ({} groups)",
