@@ -12,9 +12,11 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use hermes_core::skills::State;
+use hermes_core::skills::curator::consolidate::CuratorAction as ConsolidationAction;
 use hermes_core::skills::curator::lifecycle::latest_activity;
-use hermes_core::skills::curator::{Curator, CuratorError};
+use hermes_core::skills::curator::{Curator, CuratorError, RunOutcome};
 use hermes_core::skills::usage::parse_at;
+use hermes_runtime::curator::Consolidation;
 use serde_json::{Map, Value};
 
 use crate::args::CommonArgs;
@@ -35,11 +37,16 @@ pub struct CuratorArgs {
 pub enum CuratorAction {
     /// Whether the curator runs, its last pass, and the agent-made skills by state.
     Status,
-    /// Make a pass now: mark unused agent-made skills stale, archive long-unused ones.
+    /// Make a pass now: mark unused agent-made skills stale, archive long-unused ones; with
+    /// consolidation, then let the model merge overlapping skills into umbrellas.
     Run {
         /// Only say what the pass would change.
         #[arg(long)]
         dry_run: bool,
+        /// Run the LLM consolidation pass this time (`curator.consolidate` in config.yaml
+        /// turns it on for every pass).
+        #[arg(long)]
+        consolidate: bool,
     },
     /// Stop the automatic passes (`hermes curator run` still works).
     Pause,
@@ -63,7 +70,7 @@ pub enum CuratorAction {
 }
 
 /// `top` holds the flags given before the subcommand (`hermes -p NAME curator ...`).
-pub fn run(top: &CommonArgs, args: &CuratorArgs) -> Result<ExitCode, CliError> {
+pub async fn run(top: &CommonArgs, args: &CuratorArgs) -> Result<ExitCode, CliError> {
     let common = CommonArgs {
         profile: args.profile.clone().or_else(|| top.profile.clone()),
         ..CommonArgs::default()
@@ -74,7 +81,13 @@ pub fn run(top: &CommonArgs, args: &CuratorArgs) -> Result<ExitCode, CliError> {
     let refused = |e: CuratorError| CliError::runtime(format!("curator: {e}"));
     let text = match args.action.as_ref().unwrap_or(&CuratorAction::Status) {
         CuratorAction::Status => status(&curator, now),
-        CuratorAction::Run { dry_run } => pass(&curator, *dry_run, now)?,
+        CuratorAction::Run {
+            dry_run,
+            consolidate,
+        } => {
+            let consolidate = *consolidate || curator.settings.consolidate;
+            pass(&common, &curator, *dry_run, consolidate, now).await?
+        }
         CuratorAction::Pause => {
             curator.set_paused(true).map_err(refused)?;
             "curator: paused\n".into()
@@ -113,7 +126,13 @@ fn now() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
-fn pass(curator: &Curator, dry_run: bool, now: f64) -> Result<String, CliError> {
+async fn pass(
+    common: &CommonArgs,
+    curator: &Curator,
+    dry_run: bool,
+    consolidate: bool,
+    now: f64,
+) -> Result<String, CliError> {
     if !curator.settings.enabled {
         return Err(CliError::runtime(
             "curator: disabled via config; enable with `curator.enabled: true`",
@@ -146,13 +165,34 @@ fn pass(curator: &Curator, dry_run: bool, now: f64) -> Result<String, CliError> 
             plan.checked,
             plan.summary()
         );
+        if consolidate {
+            let runtime = crate::session::runtime(common)?;
+            let mut preview = RunOutcome {
+                plan,
+                snapshot: None,
+                archived: Vec::new(),
+                summary: String::new(),
+            };
+            let done =
+                hermes_runtime::curator::consolidate(&runtime, curator, &mut preview, now, true)
+                    .await;
+            consolidation_lines(&mut out, &done);
+        }
         out.push_str("dry-run: no changes applied. Run `hermes curator run` (no flag) to apply.\n");
         return Ok(out);
     }
     out.push_str("curator: running review pass...\n");
-    let outcome = curator
+    let mut outcome = curator
         .run(now)
         .map_err(|e| CliError::runtime(format!("curator: {e}")))?;
+    let consolidation = if consolidate {
+        let runtime = crate::session::runtime(common)?;
+        Some(
+            hermes_runtime::curator::consolidate(&runtime, curator, &mut outcome, now, false).await,
+        )
+    } else {
+        None
+    };
     if let Some(snap) = &outcome.snapshot
         && let Some(id) = snap.file_name()
     {
@@ -173,6 +213,9 @@ fn pass(curator: &Curator, dry_run: bool, now: f64) -> Result<String, CliError> 
             t.idle_days
         );
     }
+    if let Some(done) = &consolidation {
+        consolidation_lines(&mut out, done);
+    }
     let _ = writeln!(out, "curator: {}", outcome.summary);
     let p = &outcome.plan;
     let _ = writeln!(
@@ -184,6 +227,37 @@ fn pass(curator: &Curator, dry_run: bool, now: f64) -> Result<String, CliError> 
         p.count(State::Active)
     );
     Ok(out)
+}
+
+/// What the consolidation did, one line per skill it created, changed or archived, then
+/// where its report is.
+fn consolidation_lines(out: &mut String, done: &Consolidation) {
+    if !done.model.is_empty() {
+        let _ = writeln!(
+            out,
+            "curator: consolidation on {} ({})",
+            done.model, done.provider
+        );
+    }
+    for action in &done.actions {
+        let _ = match action {
+            ConsolidationAction::Created(name) => writeln!(out, "  created: {name}"),
+            ConsolidationAction::Changed(name) => writeln!(out, "  updated: {name}"),
+            ConsolidationAction::Archived {
+                name,
+                into: Some(into),
+            } => writeln!(out, "  consolidated: {name} → {into}"),
+            ConsolidationAction::Archived { name, into: None } => {
+                writeln!(out, "  pruned: {name}")
+            }
+        };
+    }
+    if let Some(error) = &done.error {
+        let _ = writeln!(out, "curator: consolidation failed: {error}");
+    }
+    if let Some(report) = &done.report {
+        let _ = writeln!(out, "curator: report {}", report.display());
+    }
 }
 
 /// `3d ago`, `5h ago`, `never` (the Python `hermes curator status` wording).
@@ -300,21 +374,78 @@ fn status(curator: &Curator, now: f64) -> String {
 /// due. Like the Python Hermes at the start of a CLI session, the user counts as idle here; a
 /// failure is silent, since it must never turn a finished session into an error.
 pub fn after_session(args: &CommonArgs) {
-    if let Ok((home, config, _)) = crate::session::load_home(args)
-        && let Some(outcome) = Curator::new(home.root(), &config).maybe_run(now(), None)
-    {
+    let Ok((home, config, _)) = crate::session::load_home(args) else {
+        return;
+    };
+    let curator = Curator::new(home.root(), &config);
+    if curator.settings.consolidate {
+        // The model part takes minutes: a pass that is due runs whole in its own process,
+        // so this one exits now.
+        let now = now();
+        if curator.due(now) {
+            match curator.claim(now) {
+                Ok(()) => spawn_detached_pass(args),
+                Err(e) => tracing::warn!("curator: {e}"),
+            }
+        }
+        return;
+    }
+    if let Some(outcome) = curator.maybe_run(now(), None) {
         tracing::info!("curator: {}", outcome.summary);
     }
 }
 
+/// Starts `hermes [-p NAME] curator run --consolidate` on its own, its output discarded; the
+/// pass records itself in the curator's state and report.
+fn spawn_detached_pass(args: &CommonArgs) {
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    let mut command = std::process::Command::new(exe);
+    if let Some(profile) = &args.profile {
+        command.args(["-p", profile]);
+    }
+    command
+        .args(["curator", "run", "--consolidate"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        // Its own process group: a Ctrl-C in this terminal does not stop it.
+        command.process_group(0);
+    }
+    match command.spawn() {
+        Ok(child) => tracing::info!("curator: consolidation pass started (pid {})", child.id()),
+        Err(e) => tracing::warn!("curator: cannot start the consolidation pass: {e}"),
+    }
+}
+
 /// The gateway's curator check: at start, then hourly (the Python gateway's poll rate), until
-/// `shutdown`; the pass itself runs only when due, off the async threads.
-pub async fn gateway_ticker(curator: Curator, shutdown: tokio_util::sync::CancellationToken) {
+/// `shutdown`; the pass itself runs only when due, off the async threads, followed by the
+/// consolidation when `curator.consolidate` is on.
+pub async fn gateway_ticker(
+    curator: Curator,
+    runtime: hermes_runtime::Runtime,
+    shutdown: tokio_util::sync::CancellationToken,
+) {
     loop {
         let c = curator.clone();
-        if let Ok(Some(outcome)) =
-            tokio::task::spawn_blocking(move || c.maybe_run(now(), None)).await
+        let started = now();
+        if let Ok(Some(mut outcome)) =
+            tokio::task::spawn_blocking(move || c.maybe_run(started, None)).await
         {
+            if curator.settings.consolidate {
+                hermes_runtime::curator::consolidate(
+                    &runtime,
+                    &curator,
+                    &mut outcome,
+                    started,
+                    false,
+                )
+                .await;
+            }
             tracing::info!("curator: {}", outcome.summary);
         }
         tokio::select! {

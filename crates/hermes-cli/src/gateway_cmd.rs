@@ -185,6 +185,7 @@ pub async fn run(common: &CommonArgs, args: &GatewayArgs) -> Result<ExitCode, Cl
     )));
     background.push(tokio::spawn(crate::curator_cmd::gateway_ticker(
         hermes_core::skills::Curator::new(home.root(), config),
+        runtime.clone(),
         shutdown.clone(),
     )));
     let stopped = shutdown.clone();

@@ -123,7 +123,9 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         (None, Some(Command::Tools(tools))) => tools_cmd::run(&cli.common, tools),
         (None, Some(Command::Memory(memory))) => memory_cmd::run(&cli.common, memory),
         (None, Some(Command::Skills(skills))) => skills_cmd::run(&cli.common, skills),
-        (None, Some(Command::Curator(curator))) => curator_cmd::run(&cli.common, curator),
+        (None, Some(Command::Curator(curator))) => {
+            runtime.block_on(curator_cmd::run(&cli.common, curator))
+        }
         (None, Some(Command::Profile(profile))) => profile_cmd::run(profile),
         (None, Some(Command::Status(status))) => status_cmd::status(&cli.common, status),
         (None, Some(Command::Doctor(doctor))) => {

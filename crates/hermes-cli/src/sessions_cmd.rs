@@ -43,7 +43,7 @@ pub enum SessionsAction {
         /// Print the sessions as a JSON array (every stored field but the system prompt).
         #[arg(long)]
         json: bool,
-        /// Include the background reviews (source `review`), hidden by default.
+        /// Include the background reviews and curator passes (sources `review`, `curator`), hidden by default.
         #[arg(long)]
         all: bool,
     },
@@ -319,8 +319,8 @@ fn list_json(store: &Store, limit: usize, source: Option<&str>, all: bool) -> Re
     crate::json_out::print(&records)
 }
 
-/// The sessions `sessions list` shows: the background reviews only with `--all` (or
-/// `--source review`).
+/// The sessions `sessions list` shows: the background reviews and curator passes only with
+/// `--all` (or `--source review` / `--source curator`).
 fn listed(
     store: &Store,
     limit: usize,
@@ -330,7 +330,14 @@ fn listed(
     let listed = if all {
         store.list_sessions(limit, source)
     } else {
-        store.list_sessions_hiding(limit, source, hermes_runtime::review::SOURCE)
+        store.list_sessions_hiding(
+            limit,
+            source,
+            &[
+                hermes_runtime::review::SOURCE,
+                hermes_runtime::curator::SOURCE,
+            ],
+        )
     };
     listed.map_err(store_error)
 }

@@ -18,6 +18,7 @@ mod unattended;
 
 pub mod cron;
 pub mod cronjob;
+pub mod curator;
 pub mod holographic;
 pub mod judge;
 pub mod providers;

@@ -251,17 +251,22 @@ impl Store {
             .map_err(|e| self.read_error(e))
     }
 
-    /// [`Store::list_sessions`] without the sessions from `hidden` (a source), unless `source`
-    /// asks for it: the background reviews stay out of `hermes sessions list`.
+    /// [`Store::list_sessions`] without the sessions of the `hidden` sources, unless `source`
+    /// asks for one: the background reviews and curator passes stay out of `hermes sessions
+    /// list`.
     pub fn list_sessions_hiding(
         &self,
         limit: usize,
         source: Option<&str>,
-        hidden: &str,
+        hidden: &[&str],
     ) -> Result<Vec<SessionSummary>, StoreError> {
+        // The hidden sources as a JSON array, unpacked by SQLite: one statement whatever
+        // their number.
+        let hidden = serde_json::to_string(hidden).unwrap_or_else(|_| "[]".into());
         let sql = format!(
             "SELECT {COLUMNS}, {PREVIEW_SQL} FROM sessions \
-             WHERE (?1 IS NULL OR source = ?1) AND (?1 IS NOT NULL OR source != ?3) \
+             WHERE (?1 IS NULL OR source = ?1) \
+             AND (?1 IS NOT NULL OR source NOT IN (SELECT value FROM json_each(?3))) \
              ORDER BY updated_at DESC LIMIT ?2"
         );
         let mut stmt = self.conn.prepare(&sql).map_err(|e| self.read_error(e))?;

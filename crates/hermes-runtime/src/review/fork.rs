@@ -243,7 +243,7 @@ impl Tool for Refused {
 }
 
 /// The review has nobody to ask: questions go unanswered, flagged commands are denied.
-struct NobodyToAsk;
+pub(crate) struct NobodyToAsk;
 
 #[async_trait::async_trait]
 impl Interaction for NobodyToAsk {

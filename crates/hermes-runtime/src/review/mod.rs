@@ -20,8 +20,8 @@ use std::time::Duration;
 use hermes_config::Config;
 use serde_json::Value;
 
+pub(crate) use fork::{NobodyToAsk, ReviewJob, start};
 pub use fork::{Notices, REFUSAL, ReviewHandle, ReviewOutcome};
-pub(crate) use fork::{ReviewJob, start};
 pub use nudges::{Due, Nudges};
 pub use prompts::{COMBINED, MEMORY, SKILLS, TOOLS_NOTE};
 

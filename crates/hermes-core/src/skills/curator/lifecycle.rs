@@ -19,7 +19,7 @@ use crate::skills::{Library, SkillSettings, Usage};
 
 /// Built-in skills the curator never touches, whatever their record says (the Python
 /// Hermes's `PROTECTED_BUILTIN_SKILLS`).
-const PROTECTED: &[&str] = &["plan"];
+pub(crate) const PROTECTED: &[&str] = &["plan"];
 
 /// One change the pass makes.
 #[derive(Debug, Clone, PartialEq)]
@@ -149,7 +149,7 @@ pub fn latest_activity(record: &Map<String, Value>) -> Option<f64> {
 
 /// Skills named by any cron job in `cron/jobs.json` (paused ones too: resuming one must
 /// find its skills), from `skills` (a list or a string) or the older `skill`.
-fn cron_skills(home: &Path) -> BTreeSet<String> {
+pub(crate) fn cron_skills(home: &Path) -> BTreeSet<String> {
     let Some(doc) = std::fs::read_to_string(home.join("cron").join("jobs.json"))
         .ok()
         .and_then(|t| serde_json::from_str::<Value>(t.trim_start_matches('\u{feff}')).ok())

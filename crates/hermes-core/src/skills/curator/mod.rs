@@ -1,14 +1,18 @@
 //! The curator: keeps the skills the agent wrote from piling up, as the Python Hermes's
-//! curator does without its LLM consolidation pass. A pass ([`Curator::run`]) snapshots the
-//! skills folder ([`backup`]), then applies the lifecycle ([`lifecycle`]: stale after 30 unused
-//! days, archived after 90, pinned and user-written skills untouched) and records the run in
-//! `skills/.curator_state` ([`state`]). It starts on its own ([`Curator::maybe_run`]) when
-//! `curator.interval_hours` have passed since the last pass, the user has been idle
-//! `curator.min_idle_hours`, and it is neither paused nor disabled; the very first time it only
-//! starts the clock, as the Python Hermes does. `hermes curator` drives it by hand.
+//! curator does. A pass ([`Curator::run`]) snapshots the skills folder ([`backup`]), then
+//! applies the lifecycle ([`lifecycle`]: stale after 30 unused days, archived after 90, pinned
+//! and user-written skills untouched) and records the run in `skills/.curator_state`
+//! ([`state`]). With `curator.consolidate` (or `hermes curator run --consolidate`) the runtime
+//! then runs the LLM consolidation pass over the agent's skills ([`consolidate`] holds its
+//! prompt and guarded `skill_manage`) and [`Curator::record_consolidation`] adds its outcome.
+//! It starts on its own ([`Curator::maybe_run`]) when `curator.interval_hours` have passed
+//! since the last pass, the user has been idle `curator.min_idle_hours`, and it is neither
+//! paused nor disabled; the very first time it only starts the clock, as the Python Hermes
+//! does. `hermes curator` drives it by hand.
 
 pub mod archive;
 pub mod backup;
+pub mod consolidate;
 pub mod lifecycle;
 pub mod state;
 
@@ -81,6 +85,11 @@ impl Curator {
         }
     }
 
+    /// The home this curator's skills belong to.
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
     pub fn skills_root(&self) -> &Path {
         &self.root
     }
@@ -136,6 +145,37 @@ impl Curator {
             archived,
             summary,
         })
+    }
+
+    /// Takes the due pass at `now` for a process about to run it (the state's `last_run_at`
+    /// moves to `now`), so a second session ending meanwhile does not start another.
+    pub fn claim(&self, now: f64) -> Result<(), CuratorError> {
+        let mut state = self.state();
+        state.set("last_run_at", json!(iso_at(now)));
+        state.save(&self.root)
+    }
+
+    /// Adds the consolidation that followed `outcome`'s lifecycle pass: `last_run_summary`
+    /// becomes `auto: ...; llm: <llm>` (also in `outcome`), the duration covers both parts,
+    /// and `last_report_path` names the pass's report.
+    pub fn record_consolidation(
+        &self,
+        outcome: &mut RunOutcome,
+        llm: &str,
+        seconds: f64,
+        report: Option<&Path>,
+    ) -> Result<(), CuratorError> {
+        outcome.summary = format!("auto: {}; llm: {llm}", outcome.plan.summary());
+        let mut state = self.state();
+        state.set("last_run_summary", json!(outcome.summary));
+        state.set("last_run_duration_seconds", json!(seconds));
+        if let Some(report) = report {
+            state.set("last_report_path", json!(report.display().to_string()));
+        }
+        if self.root.is_dir() {
+            state.save(&self.root)?;
+        }
+        Ok(())
     }
 
     /// Whether a pass is due at `now` (enabled, not paused, `interval_hours` since the last

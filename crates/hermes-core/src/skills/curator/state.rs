@@ -37,6 +37,9 @@ pub struct CuratorSettings {
     pub backup_enabled: bool,
     /// `curator.backup.keep` (at least 1).
     pub backup_keep: usize,
+    /// `curator.consolidate` (default off, as in the Python Hermes): a pass also runs the
+    /// LLM consolidation after the lifecycle.
+    pub consolidate: bool,
 }
 
 impl Default for CuratorSettings {
@@ -49,6 +52,7 @@ impl Default for CuratorSettings {
             archive_after_days: DEFAULT_ARCHIVE_AFTER_DAYS,
             backup_enabled: true,
             backup_keep: DEFAULT_BACKUP_KEEP,
+            consolidate: false,
         }
     }
 }
@@ -61,6 +65,9 @@ impl CuratorSettings {
         };
         if let Some(Value::Bool(on)) = section.get("enabled") {
             s.enabled = *on;
+        }
+        if let Some(Value::Bool(on)) = section.get("consolidate") {
+            s.consolidate = *on;
         }
         let whole =
             |key: &str, default: u64| number(section.get(key)).map_or(default, |n| n as u64);
