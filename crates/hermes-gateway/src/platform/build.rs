@@ -18,6 +18,7 @@ use crate::platform::settings::{PlatformSettings, PlatformsConfig, SUPPORTED};
 use crate::platform::slack::{SlackAdapter, SlackSettings};
 use crate::platform::telegram::{TelegramAdapter, TelegramSettings};
 use crate::platform::webhook::{WebhookAdapter, WebhookSettings};
+use crate::platform::whatsapp_cloud::{WhatsAppCloudAdapter, WhatsAppCloudSettings};
 
 /// What [`build_adapters`] made of the configuration.
 #[derive(Default)]
@@ -75,6 +76,9 @@ fn build_one(
             p,
         )?)?),
         "email" => Arc::new(EmailAdapter::new(EmailSettings::from_platform(p, env)?)?),
+        "whatsapp_cloud" => Arc::new(WhatsAppCloudAdapter::new(
+            WhatsAppCloudSettings::from_platform(p)?,
+        )?),
         "webhook" => {
             let home = config.path.parent().filter(|h| !h.as_os_str().is_empty());
             let (settings, problems) = WebhookSettings::from_platform(p, home)?;

@@ -12,7 +12,7 @@
 //!   (gateway websocket + REST), [`slack`] (Socket Mode + Web API), [`webhook`] (inbound
 //!   HTTP routes with HMAC signatures), [`matrix`] (client-server API `/sync`), [`irc`]
 //!   (TCP/TLS line protocol), [`mattermost`] (WebSocket events + REST API v4), [`email`] (IMAP
-//!   in with IDLE, SMTP out).
+//!   in with IDLE, SMTP out), [`whatsapp_cloud`] (Meta's webhook in, the Graph API out).
 //!
 //! Adapters never take the process down: `run` reconnects with backoff until shutdown, and
 //! every failure is an error value or a status entry.
@@ -36,6 +36,7 @@ pub mod status;
 pub mod telegram;
 pub mod types;
 pub mod webhook;
+pub mod whatsapp_cloud;
 pub(crate) mod ws;
 
 use std::path::{Path, PathBuf};

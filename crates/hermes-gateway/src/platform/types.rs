@@ -191,6 +191,9 @@ pub enum FileSource {
     Url(String),
     /// The bytes themselves, which came inside the message (email attachments).
     Inline(InlineBytes),
+    /// A platform's media id, resolved to a short-lived URL when downloaded (WhatsApp Cloud
+    /// API: `GET /{media-id}`).
+    MediaId(String),
 }
 
 /// Bytes carried with an attachment; shared, and shown by size only (never dumped in logs).
