@@ -6,7 +6,8 @@
 //! never reaches the model; the same message delivered twice is answered once; a stranger gets
 //! a pairing code and reaches the model once approved; a long answer is split at WhatsApp's
 //! 4,096 characters; an image goes media id → URL → bytes and reaches the model as an image;
-//! `hermes doctor` names the business number.
+//! an approval is asked with interactive buttons and a tap answers it; `hermes doctor` names
+//! the business number.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -288,4 +289,89 @@ fn whatsapp_cloud_images_reach_the_model_and_doctor_names_the_number() {
         out.contains(&format!("{} ({})", wa::DISPLAY_PHONE_NUMBER, wa::VERIFIED_NAME)),
         "{out}"
     );
+}
+
+#[test]
+fn whatsapp_cloud_approvals_are_interactive_buttons() {
+    let scratch = tempfile::tempdir().unwrap();
+    let victim = scratch.path().join("victim");
+    std::fs::create_dir(&victim).unwrap();
+    let graph = WhatsAppCloudMock::start(TOKEN);
+    let model = MockServer::start(Script::new(vec![
+        Turn::tool(
+            "terminal",
+            json!({"command": format!("rm -rf {}", victim.display())}),
+        ),
+        Turn::text("Finished."),
+    ]));
+    let rig = start(&graph, &model);
+    rig.meta
+        .deliver(&wa::text_message(ANN, "Ann", "wamid.ASK1", "clean up"));
+    wait("the approval prompt", || {
+        graph
+            .messages_to(ANN)
+            .iter()
+            .any(|m| m["type"] == "interactive")
+    });
+    assert!(victim.exists(), "ran before approval");
+    let prompt = graph
+        .messages_to(ANN)
+        .into_iter()
+        .find(|m| m["type"] == "interactive")
+        .unwrap();
+    let inter = &prompt["interactive"];
+    assert!(
+        inter["body"]["text"].as_str().unwrap().contains("rm -rf"),
+        "{prompt}"
+    );
+    // Four choices (once, session, always, deny): more than three reply buttons allow, so a list.
+    let (id, reply): (String, fn(&str, &str, &str, &str, &str, &str) -> Value) =
+        match inter["type"].as_str() {
+            Some("button") => (
+                inter["action"]["buttons"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|b| b["reply"]["title"] == "Approve once")
+                    .unwrap()["reply"]["id"]
+                    .as_str()
+                    .unwrap()
+                    .to_string(),
+                wa::button_reply,
+            ),
+            Some("list") => (
+                inter["action"]["sections"][0]["rows"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|r| r["title"] == "Approve once")
+                    .unwrap()["id"]
+                    .as_str()
+                    .unwrap()
+                    .to_string(),
+                wa::list_reply,
+            ),
+            other => panic!("{other:?}"),
+        };
+    // The prompt's wamid, as the mock answered it: the n-th accepted message.
+    let index = graph
+        .messages()
+        .iter()
+        .position(|m| m["type"] == "interactive")
+        .unwrap();
+    let prompt_wamid = format!("wamid.HBgLMTU1NTAxMDAwMDAV{:08X}", index + 1);
+    rig.meta.deliver(&reply(
+        ANN,
+        "Ann",
+        "wamid.TAP1",
+        &prompt_wamid,
+        &id,
+        "Approve once",
+    ));
+    wait("the answer after approval", || {
+        graph.texts_to(ANN).iter().any(|t| t == "Finished.")
+    });
+    assert!(!victim.exists(), "the approved command did not run");
+    let (code, stderr) = rig.gateway.terminate();
+    assert_eq!(code, Some(0), "{stderr}");
 }

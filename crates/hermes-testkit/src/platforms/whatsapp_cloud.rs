@@ -22,8 +22,8 @@
 //!   (throughput) or 131056 (pair rate limit).
 //! - [`WebhookSender`]: posts a payload to the gateway's webhook with
 //!   `X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the body>` (or a given signature), and
-//!   makes the `GET` subscription handshake. [`text_message`], [`image_message`] and
-//!   [`button_reply`] build the payloads Meta sends.
+//!   makes the `GET` subscription handshake. [`text_message`], [`image_message`],
+//!   [`button_reply`] and [`list_reply`] build the payloads Meta sends.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -544,5 +544,23 @@ pub fn button_reply(
         json!({"context": {"from": DISPLAY_PHONE_NUMBER, "id": context_id}, "from": from, "id": wamid,
                "timestamp": now(), "type": "interactive",
                "interactive": {"type": "button_reply", "button_reply": {"id": id, "title": title}}}),
+    )
+}
+
+/// A pick of row `id` from list message `context_id`.
+pub fn list_reply(
+    from: &str,
+    name: &str,
+    wamid: &str,
+    context_id: &str,
+    id: &str,
+    title: &str,
+) -> Value {
+    envelope(
+        from,
+        name,
+        json!({"context": {"from": DISPLAY_PHONE_NUMBER, "id": context_id}, "from": from, "id": wamid,
+               "timestamp": now(), "type": "interactive",
+               "interactive": {"type": "list_reply", "list_reply": {"id": id, "title": title}}}),
     )
 }
