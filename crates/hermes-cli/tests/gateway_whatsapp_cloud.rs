@@ -150,17 +150,26 @@ fn whatsapp_cloud_handshake_signed_messages_duplicates_pairing_and_long_answers(
     let send_request = graph
         .requests()
         .into_iter()
-        .find(|r| r.method == "POST" && r.path == WhatsAppCloudMock::messages_path() && r.body["type"] == "text")
+        .find(|r| {
+            r.method == "POST"
+                && r.path == WhatsAppCloudMock::messages_path()
+                && r.body["type"] == "text"
+        })
         .unwrap();
     assert_eq!(
         send_request.authorization.as_deref(),
         Some(format!("Bearer {TOKEN}").as_str())
     );
-    assert_eq!(last_user(&model.last_chat_request().unwrap())["content"], "hi");
+    assert_eq!(
+        last_user(&model.last_chat_request().unwrap())["content"],
+        "hi"
+    );
     // Marked read with a typing indicator while the model worked.
     assert!(
-        graph.receipts().iter().any(|r| r["message_id"] == "wamid.ANN1"
-            && r["typing_indicator"]["type"] == "text"),
+        graph
+            .receipts()
+            .iter()
+            .any(|r| r["message_id"] == "wamid.ANN1" && r["typing_indicator"]["type"] == "text"),
         "{:?}",
         graph.receipts()
     );
@@ -174,12 +183,17 @@ fn whatsapp_cloud_handshake_signed_messages_duplicates_pairing_and_long_answers(
     assert_eq!(reply.status, 401);
     assert_eq!(meta.deliver_signed(&body, "").status, 401);
     std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(model.chat_request_count(), 1, "a duplicate or forgery reached the model");
+    assert_eq!(
+        model.chat_request_count(),
+        1,
+        "a duplicate or forgery reached the model"
+    );
     assert_eq!(graph.messages_to(ANN).len(), 1);
 
     // A stranger: a pairing code, not the model.
     assert_eq!(
-        meta.deliver(&wa::text_message(BOB, "Bob", "wamid.BOB1", "hello?")).status,
+        meta.deliver(&wa::text_message(BOB, "Bob", "wamid.BOB1", "hello?"))
+            .status,
         200
     );
     wait("the pairing code", || {
@@ -188,7 +202,11 @@ fn whatsapp_cloud_handshake_signed_messages_duplicates_pairing_and_long_answers(
             .iter()
             .any(|t| t.contains("pairing code is"))
     });
-    assert_eq!(model.chat_request_count(), 1, "a stranger reached the model");
+    assert_eq!(
+        model.chat_request_count(),
+        1,
+        "a stranger reached the model"
+    );
     let text = graph.texts_to(BOB)[0].clone();
     let code: String = text
         .split("pairing code is ")
@@ -270,7 +288,10 @@ fn whatsapp_cloud_images_reach_the_model_and_doctor_names_the_number() {
     let parts = user["content"].as_array().unwrap();
     assert_eq!(parts.len(), 2, "{user}");
     let text = parts[0]["text"].as_str().unwrap();
-    assert!(text.starts_with("[The user sent an image, saved at "), "{text}");
+    assert!(
+        text.starts_with("[The user sent an image, saved at "),
+        "{text}"
+    );
     assert!(text.ends_with("]\n\nwhat is this?"), "{text}");
     assert_eq!(
         parts[1]["image_url"]["url"],
@@ -286,7 +307,11 @@ fn whatsapp_cloud_images_reach_the_model_and_doctor_names_the_number() {
     let doctor = run(&rig.home, &["doctor"]);
     let out = stdout(&doctor);
     assert!(
-        out.contains(&format!("{} ({})", wa::DISPLAY_PHONE_NUMBER, wa::VERIFIED_NAME)),
+        out.contains(&format!(
+            "{} ({})",
+            wa::DISPLAY_PHONE_NUMBER,
+            wa::VERIFIED_NAME
+        )),
         "{out}"
     );
 }

@@ -413,9 +413,12 @@ fn env_enables(name: &str, env: &Environment) -> bool {
         .iter()
         .all(|v| env.var(v).is_some_and(|x| !x.trim().is_empty())),
         // Python's `_apply_env_overrides`: the phone number id and the token.
-        "whatsapp_cloud" => ["WHATSAPP_CLOUD_PHONE_NUMBER_ID", "WHATSAPP_CLOUD_ACCESS_TOKEN"]
-            .iter()
-            .all(|v| env.var(v).is_some_and(|x| !x.trim().is_empty())),
+        "whatsapp_cloud" => [
+            "WHATSAPP_CLOUD_PHONE_NUMBER_ID",
+            "WHATSAPP_CLOUD_ACCESS_TOKEN",
+        ]
+        .iter()
+        .all(|v| env.var(v).is_some_and(|x| !x.trim().is_empty())),
         _ => false,
     }
 }

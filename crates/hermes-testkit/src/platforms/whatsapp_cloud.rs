@@ -116,13 +116,21 @@ fn check_message(body: &Value) -> Result<(), String> {
             let inter = &body["interactive"];
             let text = inter["body"]["text"].as_str().unwrap_or_default();
             if text.is_empty() || text.chars().count() > 1024 {
-                return Err("Param interactive['body']['text'] must be 1 to 1024 characters.".into());
+                return Err(
+                    "Param interactive['body']['text'] must be 1 to 1024 characters.".into(),
+                );
             }
             match inter["type"].as_str() {
                 Some("button") => {
-                    let buttons = inter["action"]["buttons"].as_array().cloned().unwrap_or_default();
+                    let buttons = inter["action"]["buttons"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default();
                     if buttons.is_empty() || buttons.len() > 3 {
-                        return Err("Param interactive['action']['buttons'] must have 1 to 3 buttons.".into());
+                        return Err(
+                            "Param interactive['action']['buttons'] must have 1 to 3 buttons."
+                                .into(),
+                        );
                     }
                     let mut ids = std::collections::HashSet::new();
                     for b in &buttons {
@@ -154,7 +162,10 @@ fn check_message(body: &Value) -> Result<(), String> {
                         if title.is_empty() || title.chars().count() > 24 {
                             return Err("Row title must be 1 to 24 characters.".into());
                         }
-                        if r["description"].as_str().is_some_and(|d| d.chars().count() > 72) {
+                        if r["description"]
+                            .as_str()
+                            .is_some_and(|d| d.chars().count() > 72)
+                        {
                             return Err("Row description must be at most 72 characters.".into());
                         }
                     }
@@ -168,7 +179,11 @@ fn check_message(body: &Value) -> Result<(), String> {
                 return Err(format!("Param {kind} needs exactly one of id or link."));
             }
         }
-        other => return Err(format!("Param type {other:?} is not supported by this double.")),
+        other => {
+            return Err(format!(
+                "Param type {other:?} is not supported by this double."
+            ));
+        }
     }
     Ok(())
 }
@@ -277,7 +292,11 @@ impl GraphService {
             ),
             ("GET", [media_id]) => match st.media.get(*media_id) {
                 Some((mime, bytes)) => {
-                    let base = self.base.lock().unwrap_or_else(PoisonError::into_inner).clone();
+                    let base = self
+                        .base
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .clone();
                     MockResponse::json(
                         200,
                         &json!({

@@ -75,8 +75,7 @@ pub(crate) struct Media {
 
 fn id_field(v: &Value) -> Option<String> {
     let s = v.as_str()?.trim();
-    (!s.is_empty() && s.len() <= MAX_ID && !s.chars().any(char::is_control))
-        .then(|| s.to_string())
+    (!s.is_empty() && s.len() <= MAX_ID && !s.chars().any(char::is_control)).then(|| s.to_string())
 }
 
 /// A media id as a Graph path segment allows: letters, digits, `.`, `_`, `-` (Python's
@@ -304,7 +303,8 @@ mod tests {
         p["entry"][0]["changes"][0]["value"]["statuses"] =
             json!([{"id": "wamid.S", "status": "delivered"}]);
         assert!(parse(&p).is_empty());
-        let mut other = payload(json!([{"from": "1", "id": "w", "type": "text", "text": {"body": "x"}}]));
+        let mut other =
+            payload(json!([{"from": "1", "id": "w", "type": "text", "text": {"body": "x"}}]));
         other["object"] = json!("page");
         assert!(parse(&other).is_empty());
     }

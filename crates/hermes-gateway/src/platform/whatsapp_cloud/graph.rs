@@ -227,7 +227,10 @@ pub(crate) fn classify(
     }
     let err = GraphError::parse(&json);
     let mut detail = match err.code {
-        Some(code) => format!("{what}: graph error {code} (HTTP {status}): {}", err.message),
+        Some(code) => format!(
+            "{what}: graph error {code} (HTTP {status}): {}",
+            err.message
+        ),
         None => format!("{what}: HTTP {status}: {}", err.message),
     };
     if let Some(sub) = err.subcode {
@@ -271,8 +274,13 @@ mod tests {
 
     fn err(status: u16, code: i64) -> PlatformError {
         let body = json!({"error": {"message": "m", "type": "OAuthException", "code": code, "error_subcode": 2494010, "fbtrace_id": "A"}});
-        classify("POST messages", status, &HeaderMap::new(), body.to_string().as_bytes())
-            .unwrap_err()
+        classify(
+            "POST messages",
+            status,
+            &HeaderMap::new(),
+            body.to_string().as_bytes(),
+        )
+        .unwrap_err()
     }
 
     #[test]
@@ -292,7 +300,10 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(err(429, 130429), PlatformError::RateLimited { .. }));
+        assert!(matches!(
+            err(429, 130429),
+            PlatformError::RateLimited { .. }
+        ));
         match err(400, 100) {
             PlatformError::Api {
                 status, message, ..

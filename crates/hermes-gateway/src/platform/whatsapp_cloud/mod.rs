@@ -31,8 +31,8 @@ use tokio_util::sync::CancellationToken;
 
 use self::events::Incoming;
 use self::graph::Graph;
-pub use self::settings::WhatsAppCloudSettings;
 use self::settings::PLATFORM;
+pub use self::settings::WhatsAppCloudSettings;
 use crate::platform::backoff::Backoff;
 use crate::platform::error::{PlatformConfigError, PlatformError};
 use crate::platform::http::{self, with_rate_limit};
@@ -249,7 +249,9 @@ fn ext_of(mime: Option<&str>) -> &'static str {
 }
 
 impl WhatsAppCloudAdapter {
-    pub fn new(settings: WhatsAppCloudSettings) -> Result<WhatsAppCloudAdapter, PlatformConfigError> {
+    pub fn new(
+        settings: WhatsAppCloudSettings,
+    ) -> Result<WhatsAppCloudAdapter, PlatformConfigError> {
         let client = http::client(PLATFORM)?;
         Ok(WhatsAppCloudAdapter {
             graph: Graph::new(client, &settings),
@@ -305,8 +307,8 @@ impl WhatsAppCloudAdapter {
 
     /// One message, rate limits waited out within the configured cap.
     async fn post(&self, body: Value) -> Result<String, PlatformError> {
-        let id = with_rate_limit(self.settings.max_rate_limit_wait, || self.graph.send(&body))
-            .await?;
+        let id =
+            with_rate_limit(self.settings.max_rate_limit_wait, || self.graph.send(&body)).await?;
         self.status.add_sent(1);
         Ok(id)
     }
@@ -427,9 +429,8 @@ impl PlatformAdapter for WhatsAppCloudAdapter {
             self.status.set_state(ConnectionState::Connected);
             // Said once per start, so `hermes gateway status` shows why nothing arrives.
             if self.settings.app_secret.is_empty() {
-                self.status.error(
-                    "WHATSAPP_CLOUD_APP_SECRET is not set: webhook POSTs are refused (503)",
-                );
+                self.status
+                    .error("WHATSAPP_CLOUD_APP_SECRET is not set: webhook POSTs are refused (503)");
             } else if self.settings.verify_token.is_empty() {
                 self.status.error(
                     "WHATSAPP_CLOUD_VERIFY_TOKEN is not set: Meta's subscription handshake fails",
@@ -557,10 +558,12 @@ impl PlatformAdapter for WhatsAppCloudAdapter {
             });
         }
         let info = self.graph.media_info(media_id).await?;
-        let name = attachment
-            .file_name
-            .clone()
-            .unwrap_or_else(|| format!("{media_id}.{}", ext_of(info.mime.as_deref().or(attachment.mime.as_deref()))));
+        let name = attachment.file_name.clone().unwrap_or_else(|| {
+            format!(
+                "{media_id}.{}",
+                ext_of(info.mime.as_deref().or(attachment.mime.as_deref()))
+            )
+        });
         if max_bytes > 0
             && let Some(size) = info.size
             && size > max_bytes
@@ -626,7 +629,9 @@ mod tests {
         let v = interactive("Run it?", &three);
         assert_eq!(v["type"], "button");
         assert_eq!(v["action"]["buttons"][0]["reply"]["id"], "g:a:1:once");
-        let title = v["action"]["buttons"][1]["reply"]["title"].as_str().unwrap();
+        let title = v["action"]["buttons"][1]["reply"]["title"]
+            .as_str()
+            .unwrap();
         assert_eq!(title.chars().count(), 20);
         assert!(title.ends_with('…'));
         let mut four = three.clone();

@@ -128,7 +128,9 @@ impl WhatsAppCloudSettings {
         {
             return Err(PlatformConfigError::Invalid {
                 platform: PLATFORM,
-                message: format!("WHATSAPP_CLOUD_API_VERSION looks like v20.0, not {api_version:?}"),
+                message: format!(
+                    "WHATSAPP_CLOUD_API_VERSION looks like v20.0, not {api_version:?}"
+                ),
             });
         }
         let graph_url = match text("graph_url") {
@@ -207,6 +209,31 @@ mod tests {
         assert_eq!(s.api_version, "v21.0");
         assert_eq!(s.graph_url, DEFAULT_GRAPH_URL);
         assert!(!format!("{s:?}").contains("EAAtoken"));
+    }
+
+    #[test]
+    fn allowlists_are_bare_wa_ids() {
+        let env = Environment::isolated([
+            ("WHATSAPP_CLOUD_PHONE_NUMBER_ID", "42"),
+            ("WHATSAPP_CLOUD_ACCESS_TOKEN", "t"),
+            (
+                "WHATSAPP_CLOUD_ALLOW_FROM",
+                "+44 7700 900123, 447700900124@s.whatsapp.net",
+            ),
+            ("WHATSAPP_CLOUD_HOME_CHANNEL", "447700900123"),
+        ]);
+        let config = Config::from_yaml(std::path::Path::new("/h/config.yaml"), "", &env).unwrap();
+        let platforms = PlatformsConfig::load(&config, &env);
+        let p = platforms.get(PLATFORM).unwrap();
+        assert_eq!(
+            p.access.allowed_users,
+            vec!["447700900123".to_string(), "447700900124".to_string()]
+        );
+        assert_eq!(p.home_channel.as_ref().unwrap().chat_id, "447700900123");
+        // Only one of the two required variables: not enabled.
+        let env = Environment::isolated([("WHATSAPP_CLOUD_ACCESS_TOKEN", "t")]);
+        let config = Config::from_yaml(std::path::Path::new("/h/config.yaml"), "", &env).unwrap();
+        assert!(PlatformsConfig::load(&config, &env).get(PLATFORM).is_none());
     }
 
     #[test]

@@ -129,7 +129,10 @@ async fn verify(
 ) -> Response {
     let expected = ep.settings.verify_token.as_bytes();
     if expected.is_empty() {
-        return text(StatusCode::SERVICE_UNAVAILABLE, "verify_token not configured");
+        return text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "verify_token not configured",
+        );
     }
     if query.get("hub.mode").map(String::as_str) != Some("subscribe") {
         return text(StatusCode::BAD_REQUEST, "bad mode");
@@ -239,11 +242,23 @@ mod tests {
         let body = br#"{"object":"whatsapp_business_account"}"#;
         let good = sign("app-secret", body);
         assert!(signature_ok(b"app-secret", body, &good));
-        assert!(signature_ok(b"app-secret", body, &good.to_ascii_uppercase().replace("SHA256=", "sha256=")));
+        assert!(signature_ok(
+            b"app-secret",
+            body,
+            &good.to_ascii_uppercase().replace("SHA256=", "sha256=")
+        ));
         // Another secret, another body (one space more), no prefix, an empty secret.
         assert!(!signature_ok(b"other", body, &good));
-        assert!(!signature_ok(b"app-secret", br#"{"object": "whatsapp_business_account"}"#, &good));
-        assert!(!signature_ok(b"app-secret", body, good.trim_start_matches("sha256=")));
+        assert!(!signature_ok(
+            b"app-secret",
+            br#"{"object": "whatsapp_business_account"}"#,
+            &good
+        ));
+        assert!(!signature_ok(
+            b"app-secret",
+            body,
+            good.trim_start_matches("sha256=")
+        ));
         assert!(!signature_ok(b"", body, &sign("", body)));
     }
 
