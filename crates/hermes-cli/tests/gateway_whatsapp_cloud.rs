@@ -101,6 +101,9 @@ fn start(graph: &WhatsAppCloudMock, model: &MockServer) -> Rig {
     }
 }
 
+/// [`wa::button_reply`] or [`wa::list_reply`].
+type Reply = fn(&str, &str, &str, &str, &str, &str) -> Value;
+
 fn last_user(request: &Value) -> Value {
     request["messages"]
         .as_array()
@@ -350,34 +353,33 @@ fn whatsapp_cloud_approvals_are_interactive_buttons() {
         "{prompt}"
     );
     // Four choices (once, session, always, deny): more than three reply buttons allow, so a list.
-    let (id, reply): (String, fn(&str, &str, &str, &str, &str, &str) -> Value) =
-        match inter["type"].as_str() {
-            Some("button") => (
-                inter["action"]["buttons"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .find(|b| b["reply"]["title"] == "Approve once")
-                    .unwrap()["reply"]["id"]
-                    .as_str()
-                    .unwrap()
-                    .to_string(),
-                wa::button_reply,
-            ),
-            Some("list") => (
-                inter["action"]["sections"][0]["rows"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .find(|r| r["title"] == "Approve once")
-                    .unwrap()["id"]
-                    .as_str()
-                    .unwrap()
-                    .to_string(),
-                wa::list_reply,
-            ),
-            other => panic!("{other:?}"),
-        };
+    let (id, reply): (String, Reply) = match inter["type"].as_str() {
+        Some("button") => (
+            inter["action"]["buttons"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|b| b["reply"]["title"] == "Approve once")
+                .unwrap()["reply"]["id"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+            wa::button_reply,
+        ),
+        Some("list") => (
+            inter["action"]["sections"][0]["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["title"] == "Approve once")
+                .unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+            wa::list_reply,
+        ),
+        other => panic!("{other:?}"),
+    };
     // The prompt's wamid, as the mock answered it: the n-th accepted message.
     let index = graph
         .messages()
