@@ -20,6 +20,7 @@ use crate::platform::slack::{SlackAdapter, SlackSettings};
 use crate::platform::telegram::{TelegramAdapter, TelegramSettings};
 use crate::platform::webhook::{WebhookAdapter, WebhookSettings};
 use crate::platform::xmpp::{XmppAdapter, XmppSettings};
+use crate::platform::whatsapp_cloud::{WhatsAppCloudAdapter, WhatsAppCloudSettings};
 
 /// What [`build_adapters`] made of the configuration.
 #[derive(Default)]
@@ -79,6 +80,9 @@ fn build_one(
         "email" => Arc::new(EmailAdapter::new(EmailSettings::from_platform(p, env)?)?),
         "xmpp" => Arc::new(XmppAdapter::new(XmppSettings::from_platform(p, env)?)?),
         "signal" => Arc::new(SignalAdapter::new(SignalSettings::from_platform(p)?)?),
+        "whatsapp_cloud" => Arc::new(WhatsAppCloudAdapter::new(
+            WhatsAppCloudSettings::from_platform(p)?,
+        )?),
         "webhook" => {
             let home = config.path.parent().filter(|h| !h.as_os_str().is_empty());
             let (settings, problems) = WebhookSettings::from_platform(p, home)?;

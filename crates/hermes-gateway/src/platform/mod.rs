@@ -13,8 +13,8 @@
 //!   HTTP routes with HMAC signatures), [`matrix`] (client-server API `/sync`), [`irc`]
 //!   (TCP/TLS line protocol), [`mattermost`] (WebSocket events + REST API v4), [`email`] (IMAP
 //!   in with IDLE, SMTP out), [`xmpp`] (our own XMPP client: STARTTLS, SCRAM, MUC rooms),
-//!   [`signal`] (a signal-cli daemon: Server-Sent Events in,
-//!   JSON-RPC out).
+//!   [`signal`] (a signal-cli daemon: Server-Sent Events in, JSON-RPC out),
+//!   [`whatsapp_cloud`] (Meta's webhook in, the Graph API out).
 //!
 //! Adapters never take the process down: `run` reconnects with backoff until shutdown, and
 //! every failure is an error value or a status entry.
@@ -39,6 +39,7 @@ pub mod status;
 pub mod telegram;
 pub mod types;
 pub mod webhook;
+pub mod whatsapp_cloud;
 pub(crate) mod ws;
 pub mod xmpp;
 

@@ -36,6 +36,7 @@ pub const SUPPORTED: &[&str] = &[
     "email",
     "xmpp",
     "signal",
+    "whatsapp_cloud",
 ];
 
 /// Every chat platform the Python Hermes knows; the ones not in [`SUPPORTED`] are reported
@@ -421,7 +422,26 @@ fn env_enables(name: &str, env: &Environment) -> bool {
         "xmpp" => ["XMPP_JID", "XMPP_PASSWORD"]
             .iter()
             .all(|v| env.var(v).is_some_and(|x| !x.trim().is_empty())),
+        // Python's `_apply_env_overrides`: the phone number id and the token.
+        "whatsapp_cloud" => [
+            "WHATSAPP_CLOUD_PHONE_NUMBER_ID",
+            "WHATSAPP_CLOUD_ACCESS_TOKEN",
+        ]
+        .iter()
+        .all(|v| env.var(v).is_some_and(|x| !x.trim().is_empty())),
         _ => false,
+    }
+}
+
+/// A WhatsApp id as the Cloud API sends it: the digits before any `@`; `*` and entries
+/// without digits stay as written.
+pub(crate) fn normalize_wa_id(entry: &str) -> String {
+    let bare = entry.split('@').next().unwrap_or_default();
+    let digits: String = bare.chars().filter(char::is_ascii_digit).collect();
+    if digits.is_empty() {
+        entry.trim().to_string()
+    } else {
+        digits
     }
 }
 
@@ -497,7 +517,7 @@ impl PlatformSettings {
             && !explicit_enabled
             && matches!(
                 name,
-                "matrix" | "irc" | "mattermost" | "email" | "xmpp" | "signal"
+                "matrix" | "irc" | "mattermost" | "email" | "xmpp" | "signal" | "whatsapp_cloud"
             )
         {
             enabled = true;
@@ -519,6 +539,27 @@ impl PlatformSettings {
                 ("SIGNAL_IGNORE_STORIES", "ignore_stories"),
             ] {
                 if let Some(value) = env.var(var) {
+                    extra.insert(key.into(), Value::String(value));
+                }
+            }
+        }
+        if name == "whatsapp_cloud" {
+            // Python copies each variable into `extra` only when the platform is enabled by
+            // the two required ones; here a set variable always counts, so a config.yaml
+            // block plus a secret in `.env` works too.
+            for (var, key) in [
+                ("WHATSAPP_CLOUD_PHONE_NUMBER_ID", "phone_number_id"),
+                ("WHATSAPP_CLOUD_ACCESS_TOKEN", "access_token"),
+                ("WHATSAPP_CLOUD_APP_ID", "app_id"),
+                ("WHATSAPP_CLOUD_APP_SECRET", "app_secret"),
+                ("WHATSAPP_CLOUD_WABA_ID", "waba_id"),
+                ("WHATSAPP_CLOUD_VERIFY_TOKEN", "verify_token"),
+                ("WHATSAPP_CLOUD_WEBHOOK_HOST", "webhook_host"),
+                ("WHATSAPP_CLOUD_WEBHOOK_PORT", "webhook_port"),
+                ("WHATSAPP_CLOUD_WEBHOOK_PATH", "webhook_path"),
+                ("WHATSAPP_CLOUD_API_VERSION", "api_version"),
+            ] {
+                if let Some(value) = env.var(var).filter(|v| !v.trim().is_empty()) {
                     extra.insert(key.into(), Value::String(value));
                 }
             }
@@ -648,6 +689,22 @@ impl PlatformSettings {
                 .and_then(UnauthorizedDm::parse)
                 .unwrap_or(gateway.unauthorized_dm),
         };
+        if name == "whatsapp_cloud" {
+            // The adapter's older variable, read when the documented one is unset.
+            if access.allowed_users.is_empty()
+                && env.var("WHATSAPP_CLOUD_ALLOWED_USERS").is_none()
+                && let Some(v) = env.var("WHATSAPP_CLOUD_ALLOW_FROM")
+            {
+                access.allowed_users = split_csv(&v);
+            }
+            // Senders are bare wa_ids (digits); `+44 7700 900123` or a Baileys JID
+            // `447700900123@s.whatsapp.net` in the list still match, as in Python.
+            for list in [&mut access.allowed_users, &mut access.group_allowed_users] {
+                for user in list.iter_mut() {
+                    *user = normalize_wa_id(user);
+                }
+            }
+        }
         if name == "email" || name == "xmpp" {
             // Addresses and JIDs compare case-insensitively; the adapters lower-case senders.
             for list in [&mut access.allowed_users, &mut access.group_allowed_users] {

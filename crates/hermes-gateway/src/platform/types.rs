@@ -192,7 +192,8 @@ pub enum FileSource {
     /// The bytes themselves, which came inside the message (email attachments).
     Inline(InlineBytes),
     /// An id the adapter resolves through its own API (a signal-cli attachment id, fetched
-    /// with `getAttachment`).
+    /// with `getAttachment`; a WhatsApp Cloud API media id, resolved to a short-lived URL with
+    /// `GET /{media-id}` when downloaded).
     PlatformId(String),
 }
 

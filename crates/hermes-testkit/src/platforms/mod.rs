@@ -19,6 +19,9 @@
 //!   `/api/v1/check`), scripted users and groups, attachments, dropped streams.
 //! - [`webhook`]: signing helpers for the tests of our inbound webhook server, and a
 //!   receiver for its callbacks.
+//! - [`whatsapp_cloud::WhatsAppCloudMock`]: the WhatsApp Cloud API's Graph endpoints
+//!   (messages, interactive buttons, media upload and download, the phone number, Graph
+//!   error shapes) and [`whatsapp_cloud::WebhookSender`], Meta's signed webhook deliveries.
 
 pub mod discord;
 pub mod mattermost;
@@ -29,5 +32,6 @@ pub mod slack;
 pub mod telegram;
 pub mod telegram_markdown;
 pub mod webhook;
+pub mod whatsapp_cloud;
 
 pub use server::{MockRequest, MockResponse};

@@ -1,7 +1,8 @@
 //! Markdown (what models write) to each platform's dialect: Telegram MarkdownV2 (everything
 //! outside entities escaped, so Telegram never rejects the message), Slack mrkdwn, Discord's
 //! markdown (tables as bullet groups, since Discord draws no tables), HTML (Matrix's
-//! `formatted_body`, [`render_html`]) and plain text.
+//! `formatted_body`, [`render_html`]), WhatsApp's formatting ([`render_whatsapp`]) and plain
+//! text.
 //!
 //! The text is read as blocks (fenced code, GFM tables, lines: headings, quotes, the rest),
 //! each line's inline markdown as a small tree ([`inline`]), and every dialect renders the
@@ -14,6 +15,7 @@ mod slack;
 mod table;
 mod telegram;
 mod text;
+mod whatsapp;
 
 use crate::platform::types::Dialect;
 
@@ -33,6 +35,12 @@ pub fn render(text: &str, dialect: Dialect) -> String {
 /// Model markdown as the HTML of Matrix's `formatted_body` (tables as bullet groups).
 pub fn render_html(text: &str) -> String {
     render_blocks(&table::convert_tables(text), &html::Renderer)
+}
+
+/// Model markdown in WhatsApp's formatting (`*bold*`, `_italic_`, `~strike~`, code
+/// blocks; headings bold, links `label (url)`, tables as bullet groups).
+pub fn render_whatsapp(text: &str) -> String {
+    render_blocks(&table::convert_tables(text), &whatsapp::Renderer)
 }
 
 /// Model markdown as unformatted text (IRC): markers and fences dropped, links as
