@@ -19,8 +19,8 @@ use crate::platform::signal::{SignalAdapter, SignalSettings};
 use crate::platform::slack::{SlackAdapter, SlackSettings};
 use crate::platform::telegram::{TelegramAdapter, TelegramSettings};
 use crate::platform::webhook::{WebhookAdapter, WebhookSettings};
-use crate::platform::xmpp::{XmppAdapter, XmppSettings};
 use crate::platform::whatsapp_cloud::{WhatsAppCloudAdapter, WhatsAppCloudSettings};
+use crate::platform::xmpp::{XmppAdapter, XmppSettings};
 
 /// What [`build_adapters`] made of the configuration.
 #[derive(Default)]
