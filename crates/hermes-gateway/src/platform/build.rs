@@ -17,6 +17,7 @@ use crate::platform::mattermost::{MattermostAdapter, MattermostSettings};
 use crate::platform::settings::{PlatformSettings, PlatformsConfig, SUPPORTED};
 use crate::platform::signal::{SignalAdapter, SignalSettings};
 use crate::platform::slack::{SlackAdapter, SlackSettings};
+use crate::platform::sms::{SmsAdapter, SmsSettings};
 use crate::platform::telegram::{TelegramAdapter, TelegramSettings};
 use crate::platform::webhook::{WebhookAdapter, WebhookSettings};
 use crate::platform::whatsapp_cloud::{WhatsAppCloudAdapter, WhatsAppCloudSettings};
@@ -80,6 +81,7 @@ fn build_one(
         "email" => Arc::new(EmailAdapter::new(EmailSettings::from_platform(p, env)?)?),
         "xmpp" => Arc::new(XmppAdapter::new(XmppSettings::from_platform(p, env)?)?),
         "signal" => Arc::new(SignalAdapter::new(SignalSettings::from_platform(p)?)?),
+        "sms" => Arc::new(SmsAdapter::new(SmsSettings::from_platform(p, env)?)?),
         "whatsapp_cloud" => Arc::new(WhatsAppCloudAdapter::new(
             WhatsAppCloudSettings::from_platform(p)?,
         )?),
@@ -145,7 +147,7 @@ mod tests {
     #[test]
     fn enabled_platforms_become_adapters_and_problems_are_named() {
         let b = build(
-            "platforms:\n  sms: {enabled: true}\n  slack: {enabled: true}\n  webhook:\n    enabled: true\n    extra:\n      routes:\n        a: {secret: s}\n        b: {prompt: x}\n",
+            "platforms:\n  dingtalk: {enabled: true}\n  slack: {enabled: true}\n  webhook:\n    enabled: true\n    extra:\n      routes:\n        a: {secret: s}\n        b: {prompt: x}\n",
             &[
                 ("TELEGRAM_BOT_TOKEN", "1:a"),
                 ("DISCORD_BOT_TOKEN", "d"),
@@ -161,7 +163,7 @@ mod tests {
             b.errors[0]
         );
         let warnings = b.warnings.join("\n");
-        assert!(warnings.contains("no sms adapter"), "{warnings}");
+        assert!(warnings.contains("no dingtalk adapter"), "{warnings}");
         assert!(
             warnings.contains("route \"b\" has no HMAC secret"),
             "{warnings}"

@@ -14,7 +14,8 @@
 //!   (TCP/TLS line protocol), [`mattermost`] (WebSocket events + REST API v4), [`email`] (IMAP
 //!   in with IDLE, SMTP out), [`xmpp`] (our own XMPP client: STARTTLS, SCRAM, MUC rooms),
 //!   [`signal`] (a signal-cli daemon: Server-Sent Events in, JSON-RPC out),
-//!   [`whatsapp_cloud`] (Meta's webhook in, the Graph API out).
+//!   [`whatsapp_cloud`] (Meta's webhook in, the Graph API out), [`sms`] (Twilio's signed
+//!   webhook in, its REST API out).
 //!
 //! Adapters never take the process down: `run` reconnects with backoff until shutdown, and
 //! every failure is an error value or a status entry.
@@ -34,6 +35,7 @@ pub mod mattermost;
 pub mod settings;
 pub mod signal;
 pub mod slack;
+pub mod sms;
 pub mod split;
 pub mod status;
 pub mod telegram;

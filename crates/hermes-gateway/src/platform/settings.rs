@@ -37,6 +37,7 @@ pub const SUPPORTED: &[&str] = &[
     "xmpp",
     "signal",
     "whatsapp_cloud",
+    "sms",
 ];
 
 /// Every chat platform the Python Hermes knows; the ones not in [`SUPPORTED`] are reported
@@ -429,6 +430,10 @@ fn env_enables(name: &str, env: &Environment) -> bool {
         ]
         .iter()
         .all(|v| env.var(v).is_some_and(|x| !x.trim().is_empty())),
+        // The SMS plugin's `_is_connected`: the account SID.
+        "sms" => env
+            .var("TWILIO_ACCOUNT_SID")
+            .is_some_and(|x| !x.trim().is_empty()),
         _ => false,
     }
 }
@@ -517,7 +522,14 @@ impl PlatformSettings {
             && !explicit_enabled
             && matches!(
                 name,
-                "matrix" | "irc" | "mattermost" | "email" | "xmpp" | "signal" | "whatsapp_cloud"
+                "matrix"
+                    | "irc"
+                    | "mattermost"
+                    | "email"
+                    | "xmpp"
+                    | "signal"
+                    | "whatsapp_cloud"
+                    | "sms"
             )
         {
             enabled = true;

@@ -22,6 +22,8 @@
 //! - [`whatsapp_cloud::WhatsAppCloudMock`]: the WhatsApp Cloud API's Graph endpoints
 //!   (messages, interactive buttons, media upload and download, the phone number, Graph
 //!   error shapes) and [`whatsapp_cloud::WebhookSender`], Meta's signed webhook deliveries.
+//! - [`twilio::TwilioMock`]: Twilio's REST API for SMS (Messages.json with Twilio's error
+//!   codes, the account) and [`twilio::TwilioWebhook`], Twilio's signed inbound requests.
 
 pub mod discord;
 pub mod mattermost;
@@ -31,6 +33,7 @@ pub mod signal;
 pub mod slack;
 pub mod telegram;
 pub mod telegram_markdown;
+pub mod twilio;
 pub mod webhook;
 pub mod whatsapp_cloud;
 
