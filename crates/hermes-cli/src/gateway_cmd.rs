@@ -2,7 +2,7 @@
 //! [`Runtime`] (providers, MCP servers and the store writer built once and shared): the
 //! OpenAI-compatible API server (each request one turn of a fresh session: platform `api`,
 //! unattended approvals), every configured chat platform (Telegram, Discord, Slack, Matrix, IRC,
-//! Mattermost, email, XMPP, Signal, WhatsApp (Cloud API), SMS, webhooks: one session per chat, `hermes_gateway::chat`), the cron
+//! Mattermost, email, XMPP, Signal, WhatsApp (Cloud API), SMS, Home Assistant, webhooks: one session per chat, `hermes_gateway::chat`), the cron
 //! scheduler with delivery to chats,
 //! and the state file `hermes gateway status` reads. Ctrl-C or SIGTERM stops it: turns in
 //! flight are interrupted and recorded, exit 0.

@@ -11,6 +11,7 @@ use crate::platform::PlatformAdapter;
 use crate::platform::discord::{DiscordAdapter, DiscordSettings};
 use crate::platform::email::{EmailAdapter, EmailSettings};
 use crate::platform::error::PlatformConfigError;
+use crate::platform::homeassistant::{HomeAssistantAdapter, HomeAssistantSettings};
 use crate::platform::irc::{IrcAdapter, IrcSettings};
 use crate::platform::matrix::{MatrixAdapter, MatrixSettings};
 use crate::platform::mattermost::{MattermostAdapter, MattermostSettings};
@@ -82,6 +83,9 @@ fn build_one(
         "xmpp" => Arc::new(XmppAdapter::new(XmppSettings::from_platform(p, env)?)?),
         "signal" => Arc::new(SignalAdapter::new(SignalSettings::from_platform(p)?)?),
         "sms" => Arc::new(SmsAdapter::new(SmsSettings::from_platform(p, env)?)?),
+        "homeassistant" => Arc::new(HomeAssistantAdapter::new(
+            HomeAssistantSettings::from_platform(p, env)?,
+        )?),
         "whatsapp_cloud" => Arc::new(WhatsAppCloudAdapter::new(
             WhatsAppCloudSettings::from_platform(p)?,
         )?),

@@ -38,6 +38,7 @@ pub const SUPPORTED: &[&str] = &[
     "signal",
     "whatsapp_cloud",
     "sms",
+    "homeassistant",
 ];
 
 /// Every chat platform the Python Hermes knows; the ones not in [`SUPPORTED`] are reported
@@ -430,6 +431,8 @@ fn env_enables(name: &str, env: &Environment) -> bool {
         ]
         .iter()
         .all(|v| env.var(v).is_some_and(|x| !x.trim().is_empty())),
+        // Python's `_apply_env_overrides`: the token.
+        "homeassistant" => env.var("HASS_TOKEN").is_some_and(|x| !x.trim().is_empty()),
         // The SMS plugin's `_is_connected`: the account SID.
         "sms" => env
             .var("TWILIO_ACCOUNT_SID")
@@ -530,6 +533,7 @@ impl PlatformSettings {
                     | "signal"
                     | "whatsapp_cloud"
                     | "sms"
+                    | "homeassistant"
             )
         {
             enabled = true;

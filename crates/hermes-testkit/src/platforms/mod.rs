@@ -22,10 +22,14 @@
 //! - [`whatsapp_cloud::WhatsAppCloudMock`]: the WhatsApp Cloud API's Graph endpoints
 //!   (messages, interactive buttons, media upload and download, the phone number, Graph
 //!   error shapes) and [`whatsapp_cloud::WebhookSender`], Meta's signed webhook deliveries.
+//! - [`homeassistant::HomeAssistantMock`]: Home Assistant's WebSocket API (auth, `subscribe_events`,
+//!   `ping`, `state_changed` events, dropped connections) and REST API (config, persistent
+//!   notifications).
 //! - [`twilio::TwilioMock`]: Twilio's REST API for SMS (Messages.json with Twilio's error
 //!   codes, the account) and [`twilio::TwilioWebhook`], Twilio's signed inbound requests.
 
 pub mod discord;
+pub mod homeassistant;
 pub mod mattermost;
 pub mod prosody;
 mod server;
