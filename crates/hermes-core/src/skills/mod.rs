@@ -15,6 +15,7 @@
 
 pub mod curator;
 pub mod frontmatter;
+pub mod hub;
 pub mod index;
 pub mod invoke;
 pub mod loader;
