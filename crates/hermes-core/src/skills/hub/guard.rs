@@ -553,7 +553,8 @@ fn read_text(path: &Path) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
-pub(crate) fn clip(s: &str, max: usize) -> String {
+/// `s` cut to `max` characters with `...` (Python's report width).
+pub fn clip(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         s.to_string()
     } else {

@@ -138,19 +138,24 @@ impl Source {
         }
     }
 
-    /// The lock file's `identifier` for a skill found at `skill_path` inside this source
-    /// (`""` for the source's root).
+    /// The lock file's `identifier` for a skill found at `skill_path` below the source's
+    /// sub-folder (`""` for the folder itself).
     pub fn identifier(&self, skill_path: &str) -> String {
-        let join = |base: &str| {
-            if skill_path.is_empty() {
-                base.to_string()
-            } else {
-                format!("{base}/{skill_path}")
-            }
+        let join = |parts: &[&str]| {
+            parts
+                .iter()
+                .filter(|p| !p.is_empty())
+                .copied()
+                .collect::<Vec<_>>()
+                .join("/")
         };
         match self {
-            Source::Local { path } => join(&path.display().to_string()),
-            Source::Git { repo: Some(r), .. } => join(r),
+            Source::Local { path } => join(&[&path.display().to_string(), skill_path]),
+            Source::Git {
+                repo: Some(r),
+                subpath,
+                ..
+            } => join(&[r, subpath.as_deref().unwrap_or(""), skill_path]),
             Source::Git { url, .. } | Source::Tarball { url, .. } => url.clone(),
         }
     }
@@ -307,7 +312,8 @@ mod tests {
             }
         );
         assert_eq!(s.kind(), "github");
-        assert_eq!(s.identifier(""), "openai/skills");
+        assert_eq!(s.identifier(""), "openai/skills/skills/pdf");
+        assert_eq!(parse("o/r").unwrap().identifier("a"), "o/r/a");
         assert_eq!(s.trust("skills/pdf"), Trust::Trusted);
         let g = parse("https://github.com/me/tools").unwrap();
         assert_eq!(g.kind(), "github");
