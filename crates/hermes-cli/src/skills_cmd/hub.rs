@@ -127,8 +127,13 @@ async fn load_index(ctx: &Ctx) -> Result<Value, CliError> {
 async fn resolve(ctx: &Ctx, args: &SourceArgs) -> Result<Source, CliError> {
     let cwd = std::env::current_dir()
         .map_err(|e| CliError::runtime(format!("cannot read the current directory: {e}")))?;
-    if let Some(s) = Source::parse(&args.source, args.reference.as_deref(), args.path.as_deref(), &cwd)
-        .map_err(hub_err)?
+    if let Some(s) = Source::parse(
+        &args.source,
+        args.reference.as_deref(),
+        args.path.as_deref(),
+        &cwd,
+    )
+    .map_err(hub_err)?
     {
         return Ok(s);
     }
@@ -145,7 +150,12 @@ async fn resolve(ctx: &Ctx, args: &SourceArgs) -> Result<Source, CliError> {
     let id = hit.install_id(Some(entry));
     Source::parse(&id, args.reference.as_deref(), args.path.as_deref(), &cwd)
         .map_err(hub_err)?
-        .ok_or_else(|| CliError::runtime(format!("the index points '{}' at `{id}`, which cannot be fetched", args.source)))
+        .ok_or_else(|| {
+            CliError::runtime(format!(
+                "the index points '{}' at `{id}`, which cannot be fetched",
+                args.source
+            ))
+        })
 }
 
 /// Brings `source` onto the machine.
@@ -153,7 +163,10 @@ async fn fetch_source(ctx: &Ctx, source: Source) -> Result<Fetched, CliError> {
     match &source {
         Source::Local { path } => {
             if !path.is_dir() {
-                return Err(CliError::runtime(format!("{} is not a folder", path.display())));
+                return Err(CliError::runtime(format!(
+                    "{} is not a folder",
+                    path.display()
+                )));
             }
             Ok(Fetched {
                 root: path.clone(),
@@ -163,13 +176,18 @@ async fn fetch_source(ctx: &Ctx, source: Source) -> Result<Fetched, CliError> {
                 _temp: None,
             })
         }
-        Source::Git {
-            url, reference, ..
-        } => {
+        Source::Git { url, reference, .. } => {
             let temp = tempfile::tempdir()
                 .map_err(|e| CliError::runtime(format!("cannot make a temporary folder: {e}")))?;
-            eprintln!("Fetching {url}{}...", reference.as_deref().map(|r| format!(" @ {r}")).unwrap_or_default());
-            let commit = fetch::git_checkout(url, reference.as_deref(), temp.path()).map_err(hub_err)?;
+            eprintln!(
+                "Fetching {url}{}...",
+                reference
+                    .as_deref()
+                    .map(|r| format!(" @ {r}"))
+                    .unwrap_or_default()
+            );
+            let commit =
+                fetch::git_checkout(url, reference.as_deref(), temp.path()).map_err(hub_err)?;
             let root = sub(temp.path(), source.subpath());
             Ok(Fetched {
                 root,
@@ -211,7 +229,11 @@ fn sub(root: &Path, subpath: Option<&str>) -> PathBuf {
 }
 
 /// The skills of a fetched source, `--skill` applied: `(folder below the root, bundle)`.
-fn skills_in(fetched: &Fetched, pick: Option<&str>, name: Option<&str>) -> Result<Vec<(String, Bundle)>, CliError> {
+fn skills_in(
+    fetched: &Fetched,
+    pick: Option<&str>,
+    name: Option<&str>,
+) -> Result<Vec<(String, Bundle)>, CliError> {
     let folders = fetch::find_skills(&fetched.root);
     if folders.is_empty() {
         return Err(CliError::runtime(format!(
@@ -238,7 +260,13 @@ fn skills_in(fetched: &Fetched, pick: Option<&str>, name: Option<&str>) -> Resul
 }
 
 /// `hermes skills search QUERY [--in SOURCE]`.
-pub async fn search(ctx: &Ctx, query: &str, within: Option<&SourceArgs>, limit: usize, json: bool) -> Result<ExitCode, CliError> {
+pub async fn search(
+    ctx: &Ctx,
+    query: &str,
+    within: Option<&SourceArgs>,
+    limit: usize,
+    json: bool,
+) -> Result<ExitCode, CliError> {
     if let Some(args) = within {
         let source = resolve(ctx, args).await?;
         let fetched = fetch_source(ctx, source).await?;
@@ -268,7 +296,10 @@ pub async fn search(ctx: &Ctx, query: &str, within: Option<&SourceArgs>, limit: 
         let mut text = String::new();
         for (rel, name, d) in hits.iter().take(limit) {
             let folder = if rel.is_empty() { "." } else { rel.as_str() };
-            text.push_str(&format!("{name}  {}  ({folder})\n", hermes_core::skills::index::one_line(d)));
+            text.push_str(&format!(
+                "{name}  {}  ({folder})\n",
+                hermes_core::skills::index::one_line(d)
+            ));
         }
         text.push_str(&format!(
             "{} skill(s) in {}. Install one with `hermes skills install {} --skill NAME`.\n",
@@ -289,10 +320,22 @@ pub async fn search(ctx: &Ctx, query: &str, within: Option<&SourceArgs>, limit: 
         out("No skills found matching your query.\n")?;
         return Ok(ExitCode::SUCCESS);
     }
-    let w = hits.iter().map(|h| h.name.chars().count()).max().unwrap_or(4).max(4);
-    let mut text = format!("{:<w$}  {:<9}  {:<60}  IDENTIFIER\n", "NAME", "TRUST", "DESCRIPTION");
+    let w = hits
+        .iter()
+        .map(|h| h.name.chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let mut text = format!(
+        "{:<w$}  {:<9}  {:<60}  IDENTIFIER\n",
+        "NAME", "TRUST", "DESCRIPTION"
+    );
     for h in &hits {
-        let trust = if h.source == "official" { "official" } else { h.trust_level.as_str() };
+        let trust = if h.source == "official" {
+            "official"
+        } else {
+            h.trust_level.as_str()
+        };
         text.push_str(&format!(
             "{:<w$}  {:<9}  {:<60}  {}\n",
             h.name,
@@ -322,8 +365,15 @@ pub async fn inspect(ctx: &Ctx, args: &SourceArgs) -> Result<ExitCode, CliError>
         );
         text.push_str(&format!("Name:        {}\n", bundle.name));
         text.push_str(&format!("Description: {}\n", bundle.description));
-        text.push_str(&format!("Source:      {} ({})\n", fetched.source.url(rel), fetched.source.kind()));
-        text.push_str(&format!("Identifier:  {}\n", fetched.source.identifier(rel)));
+        text.push_str(&format!(
+            "Source:      {} ({})\n",
+            fetched.source.url(rel),
+            fetched.source.kind()
+        ));
+        text.push_str(&format!(
+            "Identifier:  {}\n",
+            fetched.source.identifier(rel)
+        ));
         text.push_str(&format!("Trust:       {}\n", scan.trust.as_str()));
         if let Some(c) = &fetched.commit {
             text.push_str(&format!("Commit:      {c}\n"));
@@ -331,7 +381,10 @@ pub async fn inspect(ctx: &Ctx, args: &SourceArgs) -> Result<ExitCode, CliError>
         if let Some(s) = &fetched.archive_sha256 {
             text.push_str(&format!("Archive:     sha256:{s}\n"));
         }
-        text.push_str(&format!("Files:       {}\n", bundle.files.keys().cloned().collect::<Vec<_>>().join(", ")));
+        text.push_str(&format!(
+            "Files:       {}\n",
+            bundle.files.keys().cloned().collect::<Vec<_>>().join(", ")
+        ));
         text.push_str("\n--- SKILL.md ---\n");
         let md = bundle.skill_md();
         let lines: Vec<&str> = md.lines().collect();
@@ -366,7 +419,11 @@ pub struct InstallOpts {
 }
 
 /// `hermes skills install SOURCE`.
-pub async fn install(ctx: &Ctx, args: &SourceArgs, opts: &InstallOpts) -> Result<ExitCode, CliError> {
+pub async fn install(
+    ctx: &Ctx,
+    args: &SourceArgs,
+    opts: &InstallOpts,
+) -> Result<ExitCode, CliError> {
     let source = resolve(ctx, args).await?;
     let fetched = fetch_source(ctx, source).await?;
     let mut skills = skills_in(&fetched, args.skill.as_deref(), opts.name.as_deref())?;
@@ -389,12 +446,17 @@ pub async fn install(ctx: &Ctx, args: &SourceArgs, opts: &InstallOpts) -> Result
             .and_then(Value::as_str)
             .map(String::from)
             .ok_or_else(|| CliError::runtime("the lock entry has no install_path"))?,
-        _ => hub.target(&bundle.name, opts.category.as_deref()).map_err(hub_err)?,
+        _ => hub
+            .target(&bundle.name, opts.category.as_deref())
+            .map_err(hub_err)?,
     };
     if let Some(e) = &existing {
         let at = e.get("install_path").and_then(Value::as_str).unwrap_or("?");
         if !opts.force {
-            eprintln!("'{}' is already installed at {at}. Use --force to reinstall, or `hermes skills update {}`.", bundle.name, bundle.name);
+            eprintln!(
+                "'{}' is already installed at {at}. Use --force to reinstall, or `hermes skills update {}`.",
+                bundle.name, bundle.name
+            );
             return Ok(ExitCode::from(1));
         }
     } else {
@@ -406,7 +468,15 @@ pub async fn install(ctx: &Ctx, args: &SourceArgs, opts: &InstallOpts) -> Result
         commit: fetched.commit.clone(),
         archive_sha256: fetched.archive_sha256.clone(),
     };
-    guarded_install(ctx, &bundle, &install_path, &origin, opts.force, opts.yes, None)
+    guarded_install(
+        ctx,
+        &bundle,
+        &install_path,
+        &origin,
+        opts.force,
+        opts.yes,
+        None,
+    )
 }
 
 /// A skill of that name or folder the hub does not own blocks an install.
@@ -477,26 +547,40 @@ fn guarded_install(
         .commit
         .as_deref()
         .map(|c| format!(" at commit {}", &c[..c.len().min(12)]))
-        .or_else(|| origin.archive_sha256.as_deref().map(|s| format!(" (archive sha256:{})", &s[..16])))
+        .or_else(|| {
+            origin
+                .archive_sha256
+                .as_deref()
+                .map(|s| format!(" (archive sha256:{})", &s[..16]))
+        })
         .unwrap_or_default();
     out(&format!(
         "Installed: {}{pin}\nFiles: {}\n",
-        dir.strip_prefix(ctx.library.root()).unwrap_or(&dir).display(),
+        dir.strip_prefix(ctx.library.root())
+            .unwrap_or(&dir)
+            .display(),
         bundle.files.keys().cloned().collect::<Vec<_>>().join(", ")
     ))?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// `hermes skills update [NAME | --all]`.
-pub async fn update(ctx: &Ctx, name: Option<&str>, all: bool, yes: bool, force: bool) -> Result<ExitCode, CliError> {
+pub async fn update(
+    ctx: &Ctx,
+    name: Option<&str>,
+    all: bool,
+    yes: bool,
+    force: bool,
+) -> Result<ExitCode, CliError> {
     let hub = ctx.hub();
     let installed = hub.lock().installed();
     let targets: Vec<(String, Value)> = match name {
         Some(n) => vec![(
             n.to_string(),
-            installed.get(n).cloned().ok_or_else(|| {
-                CliError::runtime(format!("'{n}' is not a hub-installed skill"))
-            })?,
+            installed
+                .get(n)
+                .cloned()
+                .ok_or_else(|| CliError::runtime(format!("'{n}' is not a hub-installed skill")))?,
         )],
         None if all || !installed.is_empty() => installed.into_iter().collect(),
         None => Vec::new(),
@@ -509,7 +593,10 @@ pub async fn update(ctx: &Ctx, name: Option<&str>, all: bool, yes: bool, force: 
     let mut updated = 0;
     for (skill, entry) in targets {
         let Some(source) = Source::from_lock(&entry) else {
-            eprintln!("{skill}: its source ({}) cannot be fetched by this build", entry.get("source").and_then(Value::as_str).unwrap_or("?"));
+            eprintln!(
+                "{skill}: its source ({}) cannot be fetched by this build",
+                entry.get("source").and_then(Value::as_str).unwrap_or("?")
+            );
             code = ExitCode::from(1);
             continue;
         };
@@ -522,7 +609,10 @@ pub async fn update(ctx: &Ctx, name: Option<&str>, all: bool, yes: bool, force: 
             }
         };
         if !fetched.root.join("SKILL.md").is_file() {
-            eprintln!("{skill}: the source no longer has the skill at {}", fetched.source.url(""));
+            eprintln!(
+                "{skill}: the source no longer has the skill at {}",
+                fetched.source.url("")
+            );
             code = ExitCode::from(1);
             continue;
         }
@@ -533,7 +623,12 @@ pub async fn update(ctx: &Ctx, name: Option<&str>, all: bool, yes: bool, force: 
         let diff = hub::diff::unified(&old_files, &bundle.files);
         let old_commit = entry.pointer("/metadata/commit").and_then(Value::as_str);
         if diff.is_empty() {
-            out(&format!("{skill}: up to date{}\n", old_commit.map(|c| format!(" ({})", &c[..c.len().min(12)])).unwrap_or_default()))?;
+            out(&format!(
+                "{skill}: up to date{}\n",
+                old_commit
+                    .map(|c| format!(" ({})", &c[..c.len().min(12)]))
+                    .unwrap_or_default()
+            ))?;
             continue;
         }
         let install_path = entry
@@ -544,7 +639,8 @@ pub async fn update(ctx: &Ctx, name: Option<&str>, all: bool, yes: bool, force: 
         out(&format!(
             "{skill}: update available{}\n{diff}\n",
             match (old_commit, fetched.commit.as_deref()) {
-                (Some(a), Some(b)) => format!(" ({} -> {})", &a[..a.len().min(12)], &b[..b.len().min(12)]),
+                (Some(a), Some(b)) =>
+                    format!(" ({} -> {})", &a[..a.len().min(12)], &b[..b.len().min(12)]),
                 _ => String::new(),
             }
         ))?;
@@ -555,7 +651,15 @@ pub async fn update(ctx: &Ctx, name: Option<&str>, all: bool, yes: bool, force: 
             archive_sha256: fetched.archive_sha256.clone(),
         };
         let question = format!("Update '{skill}' with these changes?");
-        let result = guarded_install(ctx, &bundle, &install_path, &origin, force, yes, Some(&question))?;
+        let result = guarded_install(
+            ctx,
+            &bundle,
+            &install_path,
+            &origin,
+            force,
+            yes,
+            Some(&question),
+        )?;
         if result == ExitCode::SUCCESS {
             updated += 1;
         } else {
@@ -575,7 +679,9 @@ pub fn uninstall(ctx: &Ctx, name: &str, yes: bool) -> Result<ExitCode, CliError>
         let what = match ctx.library.find(name) {
             Ok(s) => format!(
                 "'{name}' is a {} skill, not one the hub installed; the hub removes only its own",
-                Provenance::read(ctx.library.root()).origin(&s.name).as_str()
+                Provenance::read(ctx.library.root())
+                    .origin(&s.name)
+                    .as_str()
             ),
             Err(_) => format!("'{name}' is not a hub-installed skill"),
         };
@@ -605,7 +711,10 @@ pub fn audit(ctx: &Ctx, name: Option<&str>) -> Result<ExitCode, CliError> {
         .filter(|(n, _)| name.is_none_or(|w| w == n.as_str()))
         .collect();
     if targets.is_empty() {
-        eprintln!("Error: '{}' is not a hub-installed skill.", name.unwrap_or_default());
+        eprintln!(
+            "Error: '{}' is not a hub-installed skill.",
+            name.unwrap_or_default()
+        );
         return Ok(ExitCode::from(1));
     }
     let mut text = format!("Auditing {} skill(s)...\n\n", targets.len());
@@ -616,13 +725,20 @@ pub fn audit(ctx: &Ctx, name: Option<&str>) -> Result<ExitCode, CliError> {
             _ => {
                 text.push_str(&format!(
                     "Warning: {skill} — path missing: {}\n\n",
-                    entry.get("install_path").and_then(Value::as_str).unwrap_or("?")
+                    entry
+                        .get("install_path")
+                        .and_then(Value::as_str)
+                        .unwrap_or("?")
                 ));
                 continue;
             }
         };
         let text_of = |k: &str| entry.get(k).and_then(Value::as_str).unwrap_or_default();
-        let id = if text_of("identifier").is_empty() { text_of("source") } else { text_of("identifier") };
+        let id = if text_of("identifier").is_empty() {
+            text_of("source")
+        } else {
+            text_of("identifier")
+        };
         let trust = guard::Trust::parse(text_of("trust_level"));
         let scan = guard::scan_skill(&dir, skill, id, trust);
         blocked |= !scan.decision(false).is_allowed();
@@ -630,5 +746,9 @@ pub fn audit(ctx: &Ctx, name: Option<&str>) -> Result<ExitCode, CliError> {
         text.push('\n');
     }
     out(&text)?;
-    Ok(if blocked { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if blocked {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -100,13 +100,31 @@ pub fn git_checkout(url: &str, reference: Option<&str>, dest: &Path) -> Result<S
         };
         git(
             dest,
-            &["fetch", "-q", "--", url, "+refs/heads/*:refs/remotes/hub/*", "+refs/tags/*:refs/tags/*"],
+            &[
+                "fetch",
+                "-q",
+                "--",
+                url,
+                "+refs/heads/*:refs/remotes/hub/*",
+                "+refs/tags/*:refs/tags/*",
+            ],
         )?;
-        let sha = git(dest, &["rev-parse", "--verify", "-q", &format!("{r}^{{commit}}")])
-            .or_else(|_| {
-                git(dest, &["rev-parse", "--verify", "-q", &format!("refs/remotes/hub/{r}^{{commit}}")])
-            })
-            .map_err(|_| HubError::Git(format!("no ref or commit `{r}` in {url}")))?;
+        let sha = git(
+            dest,
+            &["rev-parse", "--verify", "-q", &format!("{r}^{{commit}}")],
+        )
+        .or_else(|_| {
+            git(
+                dest,
+                &[
+                    "rev-parse",
+                    "--verify",
+                    "-q",
+                    &format!("refs/remotes/hub/{r}^{{commit}}"),
+                ],
+            )
+        })
+        .map_err(|_| HubError::Git(format!("no ref or commit `{r}` in {url}")))?;
         git(dest, &["checkout", "-q", "--detach", &sha])?;
         return Ok(sha);
     }
@@ -166,7 +184,9 @@ pub fn unpack_tarball(bytes: &[u8], dest: &Path) -> Result<(), HubError> {
                 if total > MAX_ARCHIVE_TOTAL {
                     return Err(HubError::UnsafeArchive {
                         entry: shown,
-                        reason: format!("the archive unpacks to more than {MAX_ARCHIVE_TOTAL} bytes"),
+                        reason: format!(
+                            "the archive unpacks to more than {MAX_ARCHIVE_TOTAL} bytes"
+                        ),
                     });
                 }
                 if let Some(parent) = target.parent() {
@@ -269,7 +289,12 @@ pub fn find_skills(root: &Path) -> Vec<String> {
         subdirs.reverse();
         queue.extend(subdirs.into_iter().map(|d| (d, depth + 1)));
     }
-    found.sort_by_key(|p| (p.matches('/').count() + usize::from(!p.is_empty()), p.clone()));
+    found.sort_by_key(|p| {
+        (
+            p.matches('/').count() + usize::from(!p.is_empty()),
+            p.clone(),
+        )
+    });
     found
 }
 
@@ -302,7 +327,11 @@ mod tests {
     #[test]
     fn a_plain_skill_archive_unpacks() {
         let bytes = tarball(&[
-            ("pkg/SKILL.md", b"---\nname: a\n---\nbody\n", tar::EntryType::Regular),
+            (
+                "pkg/SKILL.md",
+                b"---\nname: a\n---\nbody\n",
+                tar::EntryType::Regular,
+            ),
             ("pkg/scripts/run.sh", b"echo hi\n", tar::EntryType::Regular),
         ]);
         let dir = tempfile::tempdir().unwrap();
@@ -321,10 +350,16 @@ mod tests {
             ("pkg/hard", tar::EntryType::Link),
             ("pkg/fifo", tar::EntryType::Fifo),
         ] {
-            let bytes = tarball(&[("pkg/SKILL.md", b"x", tar::EntryType::Regular), (path, b"", kind)]);
+            let bytes = tarball(&[
+                ("pkg/SKILL.md", b"x", tar::EntryType::Regular),
+                (path, b"", kind),
+            ]);
             let dir = tempfile::tempdir().unwrap();
             let err = unpack_tarball(&bytes, dir.path()).unwrap_err();
-            assert!(matches!(err, HubError::UnsafeArchive { .. }), "{path}: {err}");
+            assert!(
+                matches!(err, HubError::UnsafeArchive { .. }),
+                "{path}: {err}"
+            );
             assert!(!dir.path().parent().unwrap().join("evil.sh").exists());
         }
     }
@@ -341,7 +376,12 @@ mod tests {
     #[test]
     fn skills_are_found_shallowest_first() {
         let dir = tempfile::tempdir().unwrap();
-        for p in ["skills/b/SKILL.md", "skills/a/SKILL.md", "skills/a/inner/SKILL.md", ".hidden/x/SKILL.md"] {
+        for p in [
+            "skills/b/SKILL.md",
+            "skills/a/SKILL.md",
+            "skills/a/inner/SKILL.md",
+            ".hidden/x/SKILL.md",
+        ] {
             let path = dir.path().join(p);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, "x").unwrap();

@@ -121,7 +121,11 @@ pub fn search(index: &Value, query: &str, limit: usize) -> Vec<Hit> {
             .and_then(Value::as_array)
             .map(|t| {
                 t.iter()
-                    .map(|v| v.as_str().map_or_else(|| v.to_string(), String::from).to_lowercase())
+                    .map(|v| {
+                        v.as_str()
+                            .map_or_else(|| v.to_string(), String::from)
+                            .to_lowercase()
+                    })
                     .collect()
             })
             .unwrap_or_default();
@@ -174,20 +178,23 @@ pub fn find<'a>(index: &'a Value, identifier: &str) -> Option<&'a Value> {
         return Some(hit);
     }
     let strip = |v: &str| -> String {
-        ["skills-sh/", "skills.sh/", "official/", "github/", "clawhub/"]
-            .iter()
-            .find_map(|p| v.strip_prefix(p))
-            .unwrap_or(v)
-            .to_string()
+        [
+            "skills-sh/",
+            "skills.sh/",
+            "official/",
+            "github/",
+            "clawhub/",
+        ]
+        .iter()
+        .find_map(|p| v.strip_prefix(p))
+        .unwrap_or(v)
+        .to_string()
     };
     let wanted = strip(identifier);
-    all.iter()
-        .find(|s| strip(&id(s)) == wanted)
-        .or_else(|| {
-            all.iter().find(|s| {
-                s.get("name").and_then(Value::as_str) == Some(identifier)
-            })
-        })
+    all.iter().find(|s| strip(&id(s)) == wanted).or_else(|| {
+        all.iter()
+            .find(|s| s.get("name").and_then(Value::as_str) == Some(identifier))
+    })
 }
 
 /// `skills/.hub/index-cache/hermes-index.json`.
@@ -232,7 +239,11 @@ pub fn search_tree(root: &Path, query: &str) -> Vec<(String, String, String)> {
     super::fetch::find_skills(root)
         .into_iter()
         .filter_map(|rel| {
-            let dir = if rel.is_empty() { root.to_path_buf() } else { root.join(&rel) };
+            let dir = if rel.is_empty() {
+                root.to_path_buf()
+            } else {
+                root.join(&rel)
+            };
             let text = std::fs::read_to_string(dir.join("SKILL.md")).ok()?;
             let parsed = crate::skills::frontmatter::parse(&text);
             let field = |k: &str| crate::skills::frontmatter::text_field(&parsed.fields, k);
@@ -261,11 +272,17 @@ mod tests {
             {"name": "pdf", "description": "y", "identifier": "skills-sh/o/r/pdf", "trust_level": "trusted"},
             {"name": "other", "description": "z", "identifier": "o/other", "extra": {"provider": "PDF"}},
         ]});
-        let names: Vec<String> = search(&index, "PDF", 10).into_iter().map(|h| h.name).collect();
+        let names: Vec<String> = search(&index, "PDF", 10)
+            .into_iter()
+            .map(|h| h.name)
+            .collect();
         assert_eq!(names, ["pdf", "pdf-tools", "other", "docs-helper"]);
         assert_eq!(search(&index, "", 2).len(), 2);
         let hit = search(&index, "pdf-tools", 1).remove(0);
-        assert_eq!(hit.install_id(find(&index, "a/b/pdf-tools")), "a/b/skills/pdf-tools");
+        assert_eq!(
+            hit.install_id(find(&index, "a/b/pdf-tools")),
+            "a/b/skills/pdf-tools"
+        );
         assert_eq!(find(&index, "o/r/pdf").unwrap()["name"], "pdf");
         assert!(search(&json!({"skills": 3}), "x", 5).is_empty());
     }

@@ -78,7 +78,10 @@ impl Hub {
         }
         for (rel, bytes) in &bundle.files {
             let parts: Vec<&str> = rel.split('/').collect();
-            if parts.iter().any(|p| p.is_empty() || *p == "." || *p == "..") {
+            if parts
+                .iter()
+                .any(|p| p.is_empty() || *p == "." || *p == "..")
+            {
                 return Err(HubError::UnsafeSkill(format!("unsafe file path `{rel}`")));
             }
             let path = parts.iter().fold(dest.clone(), |p, c| p.join(c));
@@ -134,9 +137,9 @@ impl Hub {
         if let Some(parent) = target.parent() {
             std::fs::create_dir_all(parent).map_err(|e| io_error(parent, e))?;
         }
-        let aside = self
-            .quarantine_dir()
-            .join(format!(".{}.previous-{}", bundle.name, std::process::id()));
+        let aside =
+            self.quarantine_dir()
+                .join(format!(".{}.previous-{}", bundle.name, std::process::id()));
         let had_old = std::fs::symlink_metadata(&target).is_ok();
         if had_old {
             std::fs::rename(&target, &aside).map_err(|e| io_error(&target, e))?;
@@ -152,7 +155,10 @@ impl Hub {
         }
         let hash = bundle.content_hash();
         let mut metadata = Map::new();
-        metadata.insert("hub_source".into(), origin.source.to_lock(origin.skill_path));
+        metadata.insert(
+            "hub_source".into(),
+            origin.source.to_lock(origin.skill_path),
+        );
         if let Some(c) = &origin.commit {
             metadata.insert("commit".into(), json!(c));
         }
@@ -170,7 +176,10 @@ impl Hub {
         let mut entry = Map::new();
         for (k, v) in [
             ("source", json!(origin.source.kind())),
-            ("identifier", json!(origin.source.identifier(origin.skill_path))),
+            (
+                "identifier",
+                json!(origin.source.identifier(origin.skill_path)),
+            ),
             ("trust_level", json!(scan.trust.as_str())),
             ("scan_verdict", json!(scan.verdict.as_str())),
             ("content_hash", json!(hash)),
@@ -250,7 +259,10 @@ impl Hub {
             "n/a",
             "user_request",
         );
-        Ok(format!("Uninstalled '{name}' from {}", text("install_path")))
+        Ok(format!(
+            "Uninstalled '{name}' from {}",
+            text("install_path")
+        ))
     }
 
     /// `skills/<install_path>` after Python's checks, refusing links on the way.
@@ -321,10 +333,21 @@ mod tests {
         let src = tempfile::tempdir().unwrap();
         let skill = src.path().join("demo");
         std::fs::create_dir_all(skill.join("scripts")).unwrap();
-        std::fs::write(skill.join("SKILL.md"), "---\nname: demo\ndescription: A demo.\n---\nSay hi.\n").unwrap();
+        std::fs::write(
+            skill.join("SKILL.md"),
+            "---\nname: demo\ndescription: A demo.\n---\nSay hi.\n",
+        )
+        .unwrap();
         std::fs::write(skill.join("scripts/hi.sh"), "echo hi\n").unwrap();
-        let source = Source::Local { path: skill.clone() };
-        let origin = Origin { source: &source, skill_path: "", commit: None, archive_sha256: None };
+        let source = Source::Local {
+            path: skill.clone(),
+        };
+        let origin = Origin {
+            source: &source,
+            skill_path: "",
+            commit: None,
+            archive_sha256: None,
+        };
         let hub = Hub::new(home.path().join("skills"));
         let bundle = Bundle::read(&skill, None).unwrap();
         assert_eq!(bundle.name, "demo");
@@ -340,13 +363,21 @@ mod tests {
         assert_eq!(entry["content_hash"], json!(bundle.content_hash()));
         let first_at = entry["installed_at"].clone();
         // Replace in place.
-        std::fs::write(skill.join("SKILL.md"), "---\nname: demo\ndescription: A demo.\n---\nSay hello.\n").unwrap();
+        std::fs::write(
+            skill.join("SKILL.md"),
+            "---\nname: demo\ndescription: A demo.\n---\nSay hello.\n",
+        )
+        .unwrap();
         let bundle = Bundle::read(&skill, None).unwrap();
         let q = hub.quarantine(&bundle).unwrap();
         hub.install(&q, &bundle, &path, &origin, &scan).unwrap();
         let entry = hub.lock().get("demo").unwrap();
         assert_eq!(entry["installed_at"], first_at);
-        assert!(std::fs::read_to_string(dir.join("SKILL.md")).unwrap().contains("hello"));
+        assert!(
+            std::fs::read_to_string(dir.join("SKILL.md"))
+                .unwrap()
+                .contains("hello")
+        );
         let log = std::fs::read_to_string(hub.audit_log()).unwrap();
         assert!(log.contains(" INSTALL demo local:community safe"), "{log}");
         assert!(log.contains(" UPDATE demo "), "{log}");

@@ -79,7 +79,10 @@ impl LockFile {
             .get_mut("installed")
             .and_then(Value::as_object_mut)
             .ok_or_else(|| HubError::Lock("`installed` is not an object".into()))?;
-        if let Some(at) = installed.get(name).and_then(|e| e.get("installed_at")).cloned()
+        if let Some(at) = installed
+            .get(name)
+            .and_then(|e| e.get("installed_at"))
+            .cloned()
             && entry.contains_key("keep_installed_at")
         {
             entry.insert("installed_at".into(), at);
@@ -101,7 +104,15 @@ impl LockFile {
 
 /// Appends Python's audit line: `TIMESTAMP ACTION NAME SOURCE:TRUST VERDICT [EXTRA]` (best
 /// effort: a log that cannot be written never stops an install).
-pub fn append_audit(path: &Path, action: &str, name: &str, source: &str, trust: &str, verdict: &str, extra: &str) {
+pub fn append_audit(
+    path: &Path,
+    action: &str,
+    name: &str,
+    source: &str,
+    trust: &str,
+    verdict: &str,
+    extra: &str,
+) {
     let now = crate::skills::usage::now_iso();
     // Python's `%Y-%m-%dT%H:%M:%SZ`.
     let stamp = format!("{}Z", now.get(..19).unwrap_or(&now));
@@ -132,10 +143,7 @@ pub fn digest<'a>(files: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Strin
         h.update([0u8]);
         h.update(bytes);
     }
-    h.finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Python's `content_hash`: `sha256:` and the first 16 hex digits.

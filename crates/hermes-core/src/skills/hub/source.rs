@@ -26,7 +26,10 @@ pub enum Source {
         reference: Option<String>,
     },
     /// A tarball at a URL.
-    Tarball { url: String, subpath: Option<String> },
+    Tarball {
+        url: String,
+        subpath: Option<String>,
+    },
 }
 
 impl Source {
@@ -334,6 +337,9 @@ mod tests {
         let back = Source::from_lock(&entry).unwrap();
         assert_eq!(back.subpath(), Some("deploy"));
         let py = serde_json::json!({"source": "github", "identifier": "openai/skills/skills/pdf", "metadata": {}});
-        assert_eq!(Source::from_lock(&py).unwrap().subpath(), Some("skills/pdf"));
+        assert_eq!(
+            Source::from_lock(&py).unwrap().subpath(),
+            Some("skills/pdf")
+        );
     }
 }
