@@ -122,7 +122,9 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         (None, Some(Command::Config(config))) => config_cmd::run(&cli.common, config),
         (None, Some(Command::Tools(tools))) => tools_cmd::run(&cli.common, tools),
         (None, Some(Command::Memory(memory))) => memory_cmd::run(&cli.common, memory),
-        (None, Some(Command::Skills(skills))) => skills_cmd::run(&cli.common, skills),
+        (None, Some(Command::Skills(skills))) => {
+            runtime.block_on(skills_cmd::run(&cli.common, skills))
+        }
         (None, Some(Command::Curator(curator))) => {
             runtime.block_on(curator_cmd::run(&cli.common, curator))
         }

@@ -10,11 +10,12 @@
 //! ([`index`]); `skill_view` loads a body or a supporting file when needed, `skill_manage`
 //! creates and refines skills ([`tools`], [`manage`]), and `/skill-name` runs one
 //! ([`invoke`]). [`loader`] finds and parses them ([`frontmatter`]); every body and file is
-//! scanned by [`crate::injection`] before the model sees it. Not built here: the background
-//! review that writes skills after a turn, the curator, and the skills hub.
+//! scanned by [`crate::injection`] before the model sees it. [`curator`] manages the agent's
+//! skills over time; [`hub`] installs skills from outside, through its guard.
 
 pub mod curator;
 pub mod frontmatter;
+pub mod hub;
 pub mod index;
 pub mod invoke;
 pub mod loader;

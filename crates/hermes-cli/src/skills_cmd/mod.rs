@@ -1,10 +1,13 @@
-//! `hermes skills list|show NAME`: the skills of a home from the command line. `list` shows
+//! `hermes skills list|show NAME`, and the hub's `search|install|inspect|update|uninstall|
+//! audit` ([`hub`]): the skills of a home from the command line. `list` shows
 //! every skill found (the Python Hermes's too: same folders, same format) with its category,
 //! origin (agent, user, hub, bundled), curator state (active, stale, pinned) and description,
 //! names the archived ones, and says which ones a chat does not offer and why (disabled in config.yaml,
 //! made for another OS or runtime, blocked by the injection scanner); `show` prints one
 //! skill's `SKILL.md` and its supporting files. Skills that cannot be read are reported on
-//! stderr by `list`. Nothing is changed.
+//! stderr by `list`. `list` and `show` change nothing.
+
+pub mod hub;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -42,19 +45,88 @@ pub enum SkillsAction {
         /// The skill's name (or its folder's).
         name: String,
     },
+    /// Search the Hermes skills index, or the skills inside a source (`--in`).
+    Search {
+        /// Words to look for in names, descriptions, tags and identifiers.
+        #[arg(default_value = "")]
+        query: String,
+        /// Search the skills inside this source (folder, git repository, tarball URL) instead.
+        #[arg(long = "in", value_name = "SOURCE")]
+        within: Option<String>,
+        /// The most results shown.
+        #[arg(long, default_value_t = 25)]
+        limit: usize,
+        /// Print the results as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Scan and install a skill from a folder, a git repository, a tarball URL or the index.
+    Install {
+        #[command(flatten)]
+        source: hub::SourceArgs,
+        /// Install into skills/CATEGORY/NAME.
+        #[arg(long, value_name = "CATEGORY")]
+        category: Option<String>,
+        /// Install under this name instead of the skill's own.
+        #[arg(long, value_name = "NAME")]
+        name: Option<String>,
+        /// Install despite a blocking verdict (never a dangerous one), or reinstall.
+        #[arg(long)]
+        force: bool,
+        /// Do not ask for confirmation.
+        #[arg(short = 'y', long)]
+        yes: bool,
+    },
+    /// Show a source's skills (frontmatter, files, guard report) without installing.
+    Inspect {
+        #[command(flatten)]
+        source: hub::SourceArgs,
+    },
+    /// Fetch hub-installed skills again, show the diff, and replace them.
+    Update {
+        /// One skill (default: every hub-installed skill).
+        name: Option<String>,
+        /// Every hub-installed skill.
+        #[arg(long, conflicts_with = "name")]
+        all: bool,
+        /// Do not ask for confirmation.
+        #[arg(short = 'y', long)]
+        yes: bool,
+        /// Update despite a blocking verdict (never a dangerous one).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Remove a hub-installed skill (user and agent skills are refused).
+    Uninstall {
+        name: String,
+        /// Do not ask for confirmation.
+        #[arg(short = 'y', long)]
+        yes: bool,
+    },
+    /// Run the guard again over hub-installed skills.
+    Audit {
+        /// One skill (default: all of them).
+        name: Option<String>,
+    },
 }
 
 /// `top` holds the flags given before the subcommand (`hermes -p NAME skills ...`).
-pub fn run(top: &CommonArgs, args: &SkillsArgs) -> Result<ExitCode, CliError> {
+pub async fn run(top: &CommonArgs, args: &SkillsArgs) -> Result<ExitCode, CliError> {
     let common = CommonArgs {
         profile: args.profile.clone().or_else(|| top.profile.clone()),
         ..CommonArgs::default()
     };
-    let (home, config, _) = crate::session::load_home(&common)?;
+    let (home, config, env) = crate::session::load_home(&common)?;
     let library = Library::for_home(
         &home,
         SkillSettings::from_config(&config, home.root(), "cli"),
     );
+    let ctx = hub::Ctx {
+        home,
+        config,
+        env,
+        library: library.clone(),
+    };
     let text = match args
         .action
         .as_ref()
@@ -72,6 +144,42 @@ pub fn run(top: &CommonArgs, args: &SkillsArgs) -> Result<ExitCode, CliError> {
             list(&library, &loaded)
         }
         SkillsAction::Show { name } => show(&library, name)?,
+        SkillsAction::Search {
+            query,
+            within,
+            limit,
+            json,
+        } => {
+            let within = within.as_ref().map(|s| hub::SourceArgs {
+                source: s.clone(),
+                ..hub::SourceArgs::default()
+            });
+            return hub::search(&ctx, query, within.as_ref(), *limit, *json).await;
+        }
+        SkillsAction::Install {
+            source,
+            category,
+            name,
+            force,
+            yes,
+        } => {
+            let opts = hub::InstallOpts {
+                category: category.clone(),
+                name: name.clone(),
+                force: *force,
+                yes: *yes,
+            };
+            return hub::install(&ctx, source, &opts).await;
+        }
+        SkillsAction::Inspect { source } => return hub::inspect(&ctx, source).await,
+        SkillsAction::Update {
+            name,
+            all,
+            yes,
+            force,
+        } => return hub::update(&ctx, name.as_deref(), *all, *yes, *force).await,
+        SkillsAction::Uninstall { name, yes } => return hub::uninstall(&ctx, name, *yes),
+        SkillsAction::Audit { name } => return hub::audit(&ctx, name.as_deref()),
     };
     std::io::stdout()
         .lock()
