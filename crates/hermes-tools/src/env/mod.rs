@@ -15,6 +15,7 @@ pub mod docker;
 pub mod local;
 pub mod settings;
 pub mod shell_fs;
+pub mod tools;
 
 use std::fmt;
 use std::sync::Arc;

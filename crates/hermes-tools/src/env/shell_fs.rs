@@ -49,6 +49,15 @@ pub fn read_script(path: &str) -> String {
     )
 }
 
+/// The script that says what `path` is (the read script's first line, no content).
+pub fn kind_script(path: &str) -> String {
+    format!(
+        "set -- {p}; if [ -d \"$1\" ]; then echo D; elif [ -f \"$1\" ]; then echo 'F 0'; \
+         elif [ -e \"$1\" ]; then echo X; else echo N; fi",
+        p = sh_quote(path)
+    )
+}
+
 /// The script that writes stdin to `path` atomically (a temporary file in the same directory,
 /// renamed over the target), creating missing parents.
 pub fn write_script(path: &str) -> String {
@@ -90,7 +99,8 @@ pub fn grep_script(
     };
     format!(
         "find {root} -name '.?*' -prune -o -type f -name {glob} -print0 2>/dev/null | \
-         xargs -0 -r grep -E {flags} -e {pattern} -- 2>/dev/null | head -n {max_lines}",
+         xargs -0 -r grep -E {flags} -e {pattern} -- 2>/dev/null{zero} | head -n {max_lines}",
+        zero = if mode == GrepMode::Count { " | grep -v ':0$'" } else { "" },
         root = sh_quote(root),
         glob = sh_quote(glob.unwrap_or("*")),
         pattern = sh_quote(pattern),
@@ -210,6 +220,13 @@ impl ShellFs {
         }
         parse_read(out.stdout)
             .ok_or_else(|| ToolError::new(format!("cannot read {path}: unexpected reply")))
+    }
+
+    /// What `path` is, without its content.
+    pub async fn read_kind(&self, path: &str) -> Result<Read, ToolError> {
+        let out = self.run(&kind_script(path), None, 4096).await?;
+        parse_read(out.stdout)
+            .ok_or_else(|| ToolError::new(format!("cannot stat {path}: {}", out.stderr)))
     }
 
     /// Writes `content` to `path`, creating parents.
