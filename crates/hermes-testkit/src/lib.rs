@@ -16,6 +16,7 @@
 
 mod anthropic_sse;
 pub mod bedrock_stream;
+pub mod docker;
 mod child_server;
 mod home;
 mod http;
