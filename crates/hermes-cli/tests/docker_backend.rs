@@ -96,7 +96,10 @@ fn commands_files_and_jobs_act_in_the_container_and_a_persistent_one_is_reused()
             json!({"command": "echo started; sleep 55", "background": true}),
         ),
         Turn::tool("process", json!({"action": "poll", "id": "proc_1"})),
-        Turn::tool("terminal", json!({"command": "sleep 77; echo never", "timeout": 1})),
+        Turn::tool(
+            "terminal",
+            json!({"command": "sleep 77; echo never", "timeout": 1}),
+        ),
         Turn::tool("terminal", json!({"command": "ps -o pid,args"})),
         Turn::text("done"),
     ]);
@@ -108,8 +111,16 @@ fn commands_files_and_jobs_act_in_the_container_and_a_persistent_one_is_reused()
     assert!(out.contains("/workspace"), "{out}");
     assert!(out.contains("FOO_SET=bar"), "docker_env missing: {out}");
     assert!(out.contains("HERMES_FWD=forwarded-value"), "{out}");
-    for secret in ["OPENAI_API_KEY", "HERMES_DOTENV_SECRET_TOKEN", "sk-host-secret", "dotenv-secret"] {
-        assert!(!out.contains(secret), "{secret} leaked into the container: {out}");
+    for secret in [
+        "OPENAI_API_KEY",
+        "HERMES_DOTENV_SECRET_TOKEN",
+        "sk-host-secret",
+        "dotenv-secret",
+    ] {
+        assert!(
+            !out.contains(secret),
+            "{secret} leaked into the container: {out}"
+        );
     }
 
     let write = tool_result(&server, 1);
@@ -136,8 +147,14 @@ fn commands_files_and_jobs_act_in_the_container_and_a_persistent_one_is_reused()
         timed_out["error"].as_str().unwrap().contains("timed out"),
         "{timed_out}"
     );
-    let ps = tool_result(&server, 8)["output"].as_str().unwrap().to_string();
-    assert!(!ps.contains("sleep 77"), "the timed-out command still runs: {ps}");
+    let ps = tool_result(&server, 8)["output"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        !ps.contains("sleep 77"),
+        "the timed-out command still runs: {ps}"
+    );
     assert!(ps.contains("sleep 55"), "the background job is gone: {ps}");
 
     // The files are the container's, not the host's.
@@ -152,13 +169,19 @@ fn commands_files_and_jobs_act_in_the_container_and_a_persistent_one_is_reused()
 
     // A later session of the same home finds the workspace as it was left.
     let script = Script::new(vec![
-        Turn::tool("terminal", json!({"command": "cat \"notes/it's a file.txt\""})),
+        Turn::tool(
+            "terminal",
+            json!({"command": "cat \"notes/it's a file.txt\""}),
+        ),
         Turn::text("done"),
     ]);
     let server = run_session(&d, &home, script, true);
     let again = tool_result(&server, 0);
     assert!(
-        again["output"].as_str().unwrap().contains("hello container"),
+        again["output"]
+            .as_str()
+            .unwrap()
+            .contains("hello container"),
         "{again}"
     );
     assert_eq!(d.containers_with_label("hermes.session"), names);
@@ -210,7 +233,11 @@ fn a_missing_image_and_an_unknown_backend_say_what_to_do() {
     ));
     let o = run(&home, &["-z", "go"]);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("not in this build yet"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not in this build yet"),
+        "{}",
+        stderr(&o)
+    );
 
     let Some(d) = daemon() else { return };
     let script = Script::new(vec![

@@ -118,7 +118,9 @@ impl DockerDaemon {
     }
 
     fn root(&self) -> &Path {
-        self.dir.as_ref().map_or(Path::new("/nonexistent"), |d| d.path())
+        self.dir
+            .as_ref()
+            .map_or(Path::new("/nonexistent"), |d| d.path())
     }
 
     fn log_tail(&self) -> String {

@@ -16,8 +16,8 @@
 
 mod anthropic_sse;
 pub mod bedrock_stream;
-pub mod docker;
 mod child_server;
+pub mod docker;
 mod home;
 mod http;
 pub mod http_client;

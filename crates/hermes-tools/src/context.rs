@@ -250,7 +250,11 @@ fn environment_for(
                 settings.docker,
                 setup.cwd.clone(),
                 setup.home.root(),
-                if session.is_empty() { "session" } else { &session },
+                if session.is_empty() {
+                    "session"
+                } else {
+                    &session
+                },
                 |name| env.var(name),
             )))
         }

@@ -126,7 +126,13 @@ impl Tool for TerminalTool {
         let mut result = if args.background {
             let job = ctx
                 .processes
-                .spawn(ctx.environment.as_ref(), &args.command, &workdir, &ctx.child_env, sandbox)
+                .spawn(
+                    ctx.environment.as_ref(),
+                    &args.command,
+                    &workdir,
+                    &ctx.child_env,
+                    sandbox,
+                )
                 .await?;
             json!({
                 "id": job.id,

@@ -52,7 +52,10 @@ fn track(binary: &str, id: &str, live: bool) {
 /// Removes every non-persistent container of this process (`docker rm -f`), blocking. For
 /// exits that skip the session's shutdown.
 pub fn remove_all_now() {
-    let all = LIVE.lock().map(|mut l| std::mem::take(&mut *l)).unwrap_or_default();
+    let all = LIVE
+        .lock()
+        .map(|mut l| std::mem::take(&mut *l))
+        .unwrap_or_default();
     for (binary, id) in all {
         let _ = std::process::Command::new(&binary)
             .args(["rm", "-f", &id])
@@ -95,17 +98,16 @@ impl DockerCli {
             .stderr(Stdio::piped());
         let mut child = command.spawn().map_err(|e| self.spawn_error(e))?;
         let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-            return Err(EnvError::Io("cannot read the container CLI's output".into()));
+            return Err(EnvError::Io(
+                "cannot read the container CLI's output".into(),
+            ));
         };
         let work = async {
             let mut out = Vec::new();
             let mut err = Vec::new();
             let mut stdout = stdout.take(CLI_OUTPUT_CAP);
             let mut stderr = stderr.take(CLI_OUTPUT_CAP);
-            let (a, b) = tokio::join!(
-                stdout.read_to_end(&mut out),
-                stderr.read_to_end(&mut err)
-            );
+            let (a, b) = tokio::join!(stdout.read_to_end(&mut out), stderr.read_to_end(&mut err));
             a.and(b)?;
             // Past the cap the CLI gets EPIPE instead of blocking on a full pipe.
             drop((stdout, stderr));
@@ -138,10 +140,7 @@ impl DockerCli {
     /// `docker version`: the daemon answers. Returns the server version.
     pub async fn ping(&self) -> Result<String, EnvError> {
         let out = self
-            .run(
-                &["version", "--format", "{{.Server.Version}}"],
-                CLI_TIMEOUT,
-            )
+            .run(&["version", "--format", "{{.Server.Version}}"], CLI_TIMEOUT)
             .await?;
         if out.success && !out.stdout.is_empty() {
             return Ok(out.stdout);
@@ -160,14 +159,21 @@ impl DockerCli {
     /// The image is in the daemon's store.
     pub async fn has_image(&self, image: &str) -> Result<bool, EnvError> {
         Ok(self
-            .run(&["image", "inspect", "--format", "{{.Id}}", image], CLI_TIMEOUT)
+            .run(
+                &["image", "inspect", "--format", "{{.Id}}", image],
+                CLI_TIMEOUT,
+            )
             .await?
             .success)
     }
 }
 
 fn last_line(text: &str) -> String {
-    let line = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no output");
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("no output");
     crate::output::shorten_line(line.trim(), 300)
 }
 
@@ -252,7 +258,10 @@ impl DockerEnvironment {
         host_var: impl Fn(&str) -> Option<String>,
     ) -> DockerEnvironment {
         let key = if settings.persistent {
-            format!("home-{:016x}", fnv1a(home_root.display().to_string().as_bytes()))
+            format!(
+                "home-{:016x}",
+                fnv1a(home_root.display().to_string().as_bytes())
+            )
         } else {
             let clean: String = session_key
                 .chars()
@@ -416,7 +425,11 @@ impl DockerEnvironment {
                 last_line(&probe.stderr)
             )));
         }
-        let shell = if probe.stdout.trim().is_empty() { "sh" } else { "bash" };
+        let shell = if probe.stdout.trim().is_empty() {
+            "sh"
+        } else {
+            "bash"
+        };
         let running = Running { id, shell, signal };
         *slot = Some(running.clone());
         Ok(running)
@@ -545,5 +558,8 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 
 /// Quoted for messages.
 pub fn shown(args: &[String]) -> String {
-    args.iter().map(|a| sh_quote(a)).collect::<Vec<_>>().join(" ")
+    args.iter()
+        .map(|a| sh_quote(a))
+        .collect::<Vec<_>>()
+        .join(" ")
 }

@@ -34,7 +34,10 @@ pub enum Read {
     Special,
     Directory(Vec<String>),
     /// The file's size and its first bytes (at most [`MAX_READ_BYTES`]).
-    File { size: u64, bytes: Vec<u8> },
+    File {
+        size: u64,
+        bytes: Vec<u8>,
+    },
 }
 
 /// The script that reads `path`: a first line `N`, `X`, `D` or `F SIZE`, then the content.
@@ -98,19 +101,24 @@ pub fn grep_script(
         GrepMode::Count => "-cH".to_string(),
     };
     format!(
-        "find {root} -name '.?*' -prune -o -type f -name {glob} -print0 2>/dev/null | \
+        "{{ if [ -f {root} ]; then printf '%s\\0' {root}; else \
+         find {root} -mindepth 1 -name '.?*' -prune -o -type f -name {glob} -print0 2>/dev/null; fi; }} | \
          xargs -0 -r grep -E {flags} -e {pattern} -- 2>/dev/null{zero} | head -n {max_lines}",
-        zero = if mode == GrepMode::Count { " | grep -v ':0$'" } else { "" },
+        zero = if mode == GrepMode::Count {
+            " | grep -v ':0$'"
+        } else {
+            ""
+        },
         root = sh_quote(root),
         glob = sh_quote(glob.unwrap_or("*")),
         pattern = sh_quote(pattern),
     )
 }
 
-/// Files below `root` whose name matches `glob`, newest first, `head`-bounded.
+/// Files below `root` whose name matches `glob` (in `find` order), `head`-bounded.
 pub fn find_script(root: &str, glob: &str, max_lines: usize) -> String {
     format!(
-        "find {root} -name '.?*' -prune -o -type f -name {glob} -print 2>/dev/null | \
+        "find {root} -mindepth 1 -name '.?*' -prune -o -type f -name {glob} -print 2>/dev/null | \
          head -n {max_lines}",
         root = sh_quote(root),
         glob = sh_quote(glob),
@@ -215,7 +223,11 @@ impl ShellFs {
         if out.code != Some(0) {
             return Err(ToolError::new(format!(
                 "cannot read {path}: {}",
-                if out.stderr.is_empty() { "failed" } else { &out.stderr }
+                if out.stderr.is_empty() {
+                    "failed"
+                } else {
+                    &out.stderr
+                }
             )));
         }
         parse_read(out.stdout)
@@ -237,7 +249,11 @@ impl ShellFs {
         } else {
             Err(ToolError::new(format!(
                 "cannot write {path}: {}",
-                if out.stderr.is_empty() { "failed" } else { &out.stderr }
+                if out.stderr.is_empty() {
+                    "failed"
+                } else {
+                    &out.stderr
+                }
             )))
         }
     }

@@ -6,8 +6,8 @@
 
 use serde_json::{Value, json};
 
-use super::shell_fs::{self, GrepMode, Read, ShellFs};
 use super::resolve_posix;
+use super::shell_fs::{self, GrepMode, Read, ShellFs};
 use crate::patch::{PatchArgs, replace_args, replace_result, replace_text};
 use crate::{ToolContext, ToolError, ToolResult};
 

@@ -12,9 +12,9 @@ use tokio::sync::watch;
 
 use super::buffer::OutputBuffer;
 use crate::ToolError;
+use crate::env::{ExecutionEnvironment, Stopper};
 use crate::sandbox::Sandbox;
 use crate::secrets::ChildEnv;
-use crate::env::{ExecutionEnvironment, Stopper};
 use crate::terminal::{Spawned, spawn_shell};
 
 /// How a job ended.
