@@ -91,6 +91,7 @@ fn a_healthy_home_passes_every_check() {
 ✓ endpoint     http://127.0.0.1:PORT/v1/models answers (1 model)
 ✓ tools        hermes-cli: 15 tools
 ✓ sandbox      workspace-write: writes only in the working directory, temp and caches; network off
+✓ terminal     backend local: commands run on this machine
 ✓ sessions     sessions.db: 1 session, quick_check ok
 ✓ cron         no jobs yet (`hermes cron add` creates cron/jobs.json)
 ✓ memory       MEMORY.md: 52/2,200 chars, 2 entries

@@ -397,14 +397,14 @@ impl Session {
         }
     }
 
-    /// Ends the stored session (with the last turn's outcome) and stops the background
-    /// processes.
+    /// Ends the stored session (with the last turn's outcome), stops the background
+    /// processes and shuts the execution environment down (a session container is removed).
     pub async fn close(self) {
         let Session {
             recorder, tool_ctx, ..
         } = self;
         recorder.close().await;
-        tool_ctx.processes.shutdown().await;
+        tool_ctx.shutdown().await;
     }
 
     pub fn agent(&self) -> &Agent {

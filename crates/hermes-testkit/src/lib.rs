@@ -17,6 +17,7 @@
 mod anthropic_sse;
 pub mod bedrock_stream;
 mod child_server;
+pub mod docker;
 mod home;
 mod http;
 pub mod http_client;

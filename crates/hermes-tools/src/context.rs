@@ -16,6 +16,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::approval::{ApprovalGate, ApprovalSettings, CommandChecker, CommandJudge, is_truthy};
 use crate::budget::IterationBudget;
+use crate::env::docker::DockerEnvironment;
+use crate::env::local::LocalEnvironment;
+use crate::env::{Backend, EnvError, EnvironmentSettings, ExecutionEnvironment};
 use crate::interaction::{Interaction, NonInteractive};
 use crate::process::ProcessRegistry;
 use crate::protect::ProtectedPaths;
@@ -102,6 +105,8 @@ pub struct ToolContext {
     pub origin: Option<Arc<ChatOrigin>>,
     /// The OS sandbox commands run in (`terminal.sandbox`).
     pub sandbox: Arc<SandboxState>,
+    /// Where commands and file tools act (`terminal.backend`).
+    pub environment: Arc<dyn ExecutionEnvironment>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -112,6 +117,7 @@ impl std::fmt::Debug for ToolContext {
             .field("session", &self.session.id())
             .field("approvals", &self.approvals)
             .field("sandbox", &self.sandbox)
+            .field("environment", &self.environment.backend())
             .finish_non_exhaustive()
     }
 }
@@ -142,6 +148,7 @@ impl ToolContext {
         let protected = ProtectedPaths::from_process();
         let checker = CommandChecker::new(protected.home(), protected.hermes_home());
         ToolContext {
+            environment: Arc::new(LocalEnvironment::new(cwd.clone())),
             cwd,
             child_env: Arc::new(ChildEnv::from_process(&[])),
             terminal_timeout: Duration::from_secs(180),
@@ -176,6 +183,7 @@ impl ToolContext {
         let settings = ApprovalSettings::from_config(config, yolo)?;
         let sandbox = SandboxSettings::from_config(config, setup.sandbox)?;
         let sandbox = SandboxState::for_session(&sandbox, &setup.cwd, setup.home.root());
+        let environment = environment_for(config, &setup)?;
         let home = std::env::var_os("HOME")
             .filter(|h| !h.is_empty())
             .map(PathBuf::from);
@@ -201,7 +209,15 @@ impl ToolContext {
             search_guard: Arc::new(RepeatGuard::default()),
             origin: None,
             sandbox: Arc::new(sandbox),
+            environment,
         })
+    }
+
+    /// Ends the session's tools: background jobs killed, the environment shut down (a
+    /// non-persistent container removed).
+    pub async fn shutdown(&self) {
+        self.processes.shutdown().await;
+        self.environment.shutdown().await;
     }
 
     /// The context of one turn: its cancellation token and iteration budget.
@@ -215,5 +231,37 @@ impl ToolContext {
             budget,
             ..self.clone()
         }
+    }
+}
+
+/// The session's execution environment (`terminal.backend`). Backends not in this build are
+/// refused here, at session start, rather than at the first command.
+fn environment_for(
+    config: &Config,
+    setup: &SessionTools<'_>,
+) -> Result<Arc<dyn ExecutionEnvironment>, ConfigError> {
+    let settings = EnvironmentSettings::from_config(config)?;
+    match settings.backend {
+        Backend::Local => Ok(Arc::new(LocalEnvironment::new(setup.cwd.clone()))),
+        Backend::Docker => {
+            let session = setup.session.id();
+            let env = setup.env;
+            Ok(Arc::new(DockerEnvironment::new(
+                settings.docker,
+                setup.cwd.clone(),
+                setup.home.root(),
+                if session.is_empty() {
+                    "session"
+                } else {
+                    &session
+                },
+                |name| env.var(name),
+            )))
+        }
+        other => Err(ConfigError::Invalid {
+            path: config.path.clone(),
+            key: "terminal.backend".into(),
+            message: EnvError::NotInThisBuild(other).to_string(),
+        }),
     }
 }

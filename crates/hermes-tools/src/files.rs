@@ -92,9 +92,12 @@ impl Tool for ReadFileTool {
     }
     async fn call(&self, args: Value, ctx: &ToolContext) -> ToolResult {
         let args: ReadArgs = parse_args(args)?;
-        let path = paths::resolve(&ctx.cwd, &args.path);
         let offset = args.offset.unwrap_or(1).max(1);
         let limit = args.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
+        if !ctx.environment.is_local() {
+            return crate::env::tools::read_file(ctx, &args.path, offset, limit).await;
+        }
+        let path = paths::resolve(&ctx.cwd, &args.path);
         let protected = ctx.protected.clone();
         blocking(move || read_lines(&protected, &path, offset, limit)).await
     }
@@ -122,7 +125,19 @@ fn read_lines(
             meta.len()
         )));
     }
-    let mut reader = BufReader::with_capacity(64 * 1024, std::io::Cursor::new(head).chain(file));
+    let reader = BufReader::with_capacity(64 * 1024, std::io::Cursor::new(head).chain(file));
+    number_lines(reader, &shown.to_string(), meta.len(), offset, limit)
+}
+
+/// The `read_file` result for a file's content: numbered lines from `offset`, at most
+/// `limit` of them and [`MAX_CONTENT_CHARS`] in all, long lines capped, paging hints.
+pub(crate) fn number_lines(
+    mut reader: impl BufRead,
+    shown: &str,
+    file_size: u64,
+    offset: usize,
+    limit: usize,
+) -> ToolResult {
     let mut content = String::new();
     let mut total_lines = 0usize;
     let mut next_offset = None;
@@ -159,7 +174,7 @@ fn read_lines(
     let mut result = json!({
         "content": content,
         "total_lines": total_lines,
-        "file_size": meta.len(),
+        "file_size": file_size,
     });
     if let Some(next) = next_offset {
         result["truncated"] = json!(true);
@@ -188,6 +203,11 @@ fn list_directory(path: &Path) -> ToolResult {
         }
         names.push(name);
     }
+    Ok(directory_result(&shown.to_string(), names, total))
+}
+
+/// The `read_file` result for a directory's entries (directories end in `/`).
+pub(crate) fn directory_result(shown: &str, mut names: Vec<String>, total: usize) -> Value {
     names.sort_unstable();
     let truncated = names.len() > MAX_DIR_ENTRIES;
     names.truncate(MAX_DIR_ENTRIES);
@@ -202,7 +222,7 @@ fn list_directory(path: &Path) -> ToolResult {
     if truncated {
         result["truncated"] = json!(true);
     }
-    Ok(result)
+    result
 }
 
 /// Reads the next line into `line` (without its newline), keeping at most `cap` bytes and
@@ -296,6 +316,9 @@ impl Tool for WriteFileTool {
     }
     async fn call(&self, args: Value, ctx: &ToolContext) -> ToolResult {
         let args: WriteArgs = parse_args(args)?;
+        if !ctx.environment.is_local() {
+            return crate::env::tools::write_file(ctx, &args.path, &args.content).await;
+        }
         let path = paths::resolve(&ctx.cwd, &args.path);
         ctx.protected.check_write(&path)?;
         let guard = ctx.protected.guarded_write(&path);

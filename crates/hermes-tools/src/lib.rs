@@ -10,6 +10,7 @@ pub mod approval;
 pub mod budget;
 pub mod clarify;
 pub mod context;
+pub mod env;
 pub mod files;
 pub mod interaction;
 pub mod output;

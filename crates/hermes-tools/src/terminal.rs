@@ -16,6 +16,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
+use crate::env::{ExecutionEnvironment, ShellRequest, Stopper};
 use crate::output::{strip_ansi, truncate_middle};
 use crate::sandbox::{Sandbox, SandboxState};
 use crate::{Tool, ToolContext, ToolError, ToolResult, paths};
@@ -86,16 +87,27 @@ impl Tool for TerminalTool {
         if args.command.trim().is_empty() {
             return Err(ToolError::new("command is empty"));
         }
-        let workdir = match &args.workdir {
-            Some(w) => paths::resolve(&ctx.cwd, w),
-            None => ctx.cwd.clone(),
+        let local = ctx.environment.is_local();
+        let workdir = if local {
+            let workdir = match &args.workdir {
+                Some(w) => paths::resolve(&ctx.cwd, w),
+                None => ctx.cwd.clone(),
+            };
+            if !workdir.is_dir() {
+                return Err(ToolError::new(format!(
+                    "working directory does not exist: {}",
+                    workdir.display()
+                )));
+            }
+            workdir.display().to_string()
+        } else {
+            // The environment's own paths; a missing directory fails inside it.
+            let cwd = ctx.environment.cwd();
+            match &args.workdir {
+                Some(w) => crate::env::resolve_posix(&cwd, w),
+                None => cwd,
+            }
         };
-        if !workdir.is_dir() {
-            return Err(ToolError::new(format!(
-                "working directory does not exist: {}",
-                workdir.display()
-            )));
-        }
         let note = ctx
             .approvals
             .check(
@@ -105,11 +117,23 @@ impl Tool for TerminalTool {
                 &ctx.redactor,
             )
             .await?;
-        let sandbox = sandbox_for(&args, ctx).await?;
+        // A container is its own sandbox; the OS sandbox is for this machine's commands.
+        let sandbox = if local {
+            sandbox_for(&args, ctx).await?
+        } else {
+            None
+        };
         let mut result = if args.background {
             let job = ctx
                 .processes
-                .spawn(&args.command, &workdir, &ctx.child_env, sandbox)?;
+                .spawn(
+                    ctx.environment.as_ref(),
+                    &args.command,
+                    &workdir,
+                    &ctx.child_env,
+                    sandbox,
+                )
+                .await?;
             json!({
                 "id": job.id,
                 "pid": job.pid,
@@ -215,62 +239,81 @@ pub fn shell() -> &'static str {
     }
 }
 
-/// Starts `command` under the shell in its own process group, stdout and stderr merged into
-/// one pipe (read from the returned receiver), with the filtered environment.
-pub(crate) fn spawn_shell(
+/// A command started in an environment: the local child (the shell, or the client that runs
+/// the command remotely), the read end of its merged output, and how to stop it.
+pub(crate) struct Spawned {
+    pub child: tokio::process::Child,
+    pub pipe: tokio::net::unix::pipe::Receiver,
+    pub stopper: Stopper,
+}
+
+/// Starts `command` under the environment's shell, the local child in its own process group,
+/// stdout and stderr merged into one pipe (read from [`Spawned::pipe`]).
+pub(crate) async fn spawn_shell(
+    environment: &dyn ExecutionEnvironment,
     command: &str,
-    workdir: &Path,
+    workdir: &str,
     env: &crate::secrets::ChildEnv,
     sandbox: Option<&Sandbox>,
     stdin: Stdio,
-) -> Result<(tokio::process::Child, tokio::net::unix::pipe::Receiver), ToolError> {
+) -> Result<Spawned, ToolError> {
+    let prepared = environment
+        .shell(ShellRequest {
+            script: command,
+            workdir,
+            env,
+            extra_env: &[],
+            sandbox,
+        })
+        .await
+        .map_err(|e| ToolError::new(e.to_string()))?;
     let (reader, writer) =
         std::io::pipe().map_err(|e| ToolError::new(format!("cannot create a pipe: {e}")))?;
     let writer_err = writer
         .try_clone()
         .map_err(|e| ToolError::new(format!("cannot create a pipe: {e}")))?;
-    let mut cmd = match sandbox {
-        Some(sandbox) => {
-            let (launcher, args) =
-                sandbox.wrap(shell().as_ref(), &["-c".as_ref(), command.as_ref()]);
-            let mut cmd = tokio::process::Command::new(launcher);
-            cmd.args(args);
-            cmd
-        }
-        None => {
-            let mut cmd = tokio::process::Command::new(shell());
-            cmd.arg("-c").arg(command);
-            cmd
-        }
-    };
-    cmd.current_dir(workdir)
-        .env_clear()
-        .envs(env.vars().iter().map(|(k, v)| (k, v)))
-        .stdin(stdin)
+    let mut cmd = prepared.command;
+    cmd.stdin(stdin)
         .stdout(Stdio::from(writer))
         .stderr(Stdio::from(writer_err))
         .process_group(0)
         .kill_on_drop(true);
+    let program = cmd.as_std().get_program().to_string_lossy().into_owned();
     let child = cmd
         .spawn()
-        .map_err(|e| ToolError::new(format!("cannot start {}: {e}", shell())))?;
+        .map_err(|e| ToolError::new(format!("cannot start {program}: {e}")))?;
     // The parent's copies of the write end must close, or reading never sees EOF.
     drop(cmd);
     let pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into())
         .map_err(|e| ToolError::new(format!("cannot read command output: {e}")))?;
-    Ok((child, pipe))
+    Ok(Spawned {
+        child,
+        pipe,
+        stopper: prepared.stopper,
+    })
 }
 
 /// Runs `command` in its own process group, merging stdout and stderr into one pipe.
 pub async fn run_command(
     command: &str,
-    workdir: &Path,
+    workdir: &str,
     timeout: Duration,
     sandbox: Option<&Sandbox>,
     ctx: &ToolContext,
 ) -> Result<CommandRun, ToolError> {
-    let (mut child, mut pipe) =
-        spawn_shell(command, workdir, &ctx.child_env, sandbox, Stdio::null())?;
+    let Spawned {
+        mut child,
+        mut pipe,
+        stopper,
+    } = spawn_shell(
+        ctx.environment.as_ref(),
+        command,
+        workdir,
+        &ctx.child_env,
+        sandbox,
+        Stdio::null(),
+    )
+    .await?;
     let pgid = child.id();
 
     let mut capture = BoundedCapture::new(CAPTURE_BYTES);
@@ -290,11 +333,11 @@ pub async fn run_command(
             status = child.wait() => break status,
             () = &mut deadline => {
                 timed_out = Some(timeout);
-                break process_group::terminate(&mut child, pgid, KILL_GRACE).await;
+                break stopper.terminate(&mut child, pgid, KILL_GRACE).await;
             }
             () = ctx.cancel.cancelled() => {
                 interrupted = true;
-                break process_group::terminate(&mut child, pgid, KILL_GRACE).await;
+                break stopper.terminate(&mut child, pgid, KILL_GRACE).await;
             }
         }
     };

@@ -7,6 +7,7 @@ use super::*;
 mod cron;
 mod platforms;
 mod sandbox;
+mod terminal;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mark {
@@ -79,6 +80,7 @@ pub async fn doctor(common: &CommonArgs, args: &DoctorArgs) -> Result<ExitCode, 
         ));
         checks.extend(browser_check(&loaded));
         checks.push(sandbox::sandbox_check(&loaded));
+        checks.push(terminal::terminal_check(&loaded).await);
         checks.extend(platforms::platform_checks(&loaded, args.offline).await);
     } else {
         // The defaults standing in would be checked instead of what the user wrote.

@@ -135,6 +135,14 @@ impl Tool for ExecuteCodeTool {
         if code.trim().is_empty() {
             return Err(ToolError::new("no code provided"));
         }
+        if !ctx.environment.is_local() {
+            // The script's tool calls come back over a Unix socket on this machine, which a
+            // container's process cannot reach; running it here would leave the environment.
+            return Err(ToolError::new(format!(
+                "execute_code runs only with terminal.backend: local in this build (this session uses {}); run the script with terminal (e.g. python3 script.py) instead",
+                ctx.environment.backend()
+            )));
+        }
         let python = find_python(ctx.child_env.get("VIRTUAL_ENV"), ctx.child_env.get("PATH"))
             .ok_or_else(|| {
                 ToolError::new(

@@ -43,23 +43,23 @@ pub fn unified_diff(shown: &str, before: Option<&str>, after: Option<&str>) -> S
 }
 
 #[derive(Deserialize)]
-struct PatchArgs {
+pub(crate) struct PatchArgs {
     #[serde(default)]
-    mode: Option<String>,
+    pub(crate) mode: Option<String>,
     #[serde(default)]
-    path: Option<String>,
+    pub(crate) path: Option<String>,
     #[serde(default)]
-    old_string: Option<String>,
+    pub(crate) old_string: Option<String>,
     #[serde(default)]
-    new_string: Option<String>,
+    pub(crate) new_string: Option<String>,
     #[serde(default)]
-    replace_all: bool,
+    pub(crate) replace_all: bool,
     #[serde(default)]
-    patch: Option<String>,
+    pub(crate) patch: Option<String>,
 }
 
 impl PatchArgs {
-    fn is_patch_mode(&self) -> bool {
+    pub(crate) fn is_patch_mode(&self) -> bool {
         match self.mode.as_deref().map(str::trim) {
             Some("patch") => true,
             Some("replace") => false,
@@ -126,6 +126,9 @@ impl Tool for PatchTool {
     async fn call(&self, args: Value, ctx: &ToolContext) -> ToolResult {
         let args: PatchArgs = serde_json::from_value(args)
             .map_err(|e| ToolError::new(format!("invalid arguments: {e}")))?;
+        if !ctx.environment.is_local() {
+            return crate::env::tools::patch(&args, ctx).await;
+        }
         let (approved, notes) = approve_guarded(&args, ctx).await?;
         let ctx = ctx.clone();
         let mut result = tokio::task::spawn_blocking(move || {
@@ -181,7 +184,8 @@ async fn approve_guarded(
     Ok((approved, notes))
 }
 
-fn replace_mode(args: &PatchArgs, ctx: &ToolContext, approved: &[PathBuf]) -> ToolResult {
+/// Replace mode's arguments, checked: the shown path, `old_string`, `new_string`.
+pub(crate) fn replace_args(args: &PatchArgs) -> Result<(&str, &str, &str), ToolError> {
     let shown = args
         .path
         .as_deref()
@@ -203,29 +207,24 @@ fn replace_mode(args: &PatchArgs, ctx: &ToolContext, approved: &[PathBuf]) -> To
             "old_string and new_string are identical: nothing to change",
         ));
     }
-    let path = paths::resolve(&ctx.cwd, shown);
-    ctx.protected.check_write(&path)?;
-    let guard = ctx.protected.guarded_write(&path);
-    if let Some(g) = guard
-        && !approved.contains(&path)
-    {
-        return Err(ToolError::new(format!(
-            "{shown}: needs the user's approval ({})",
-            g.description()
-        )));
-    }
-    let Some(before) = apply::read_text(&path, &ctx.protected).map_err(ToolError::new)? else {
-        return Err(ToolError::new(format!(
-            "file not found: {} (create files with write_file)",
-            path.display()
-        )));
-    };
+    Ok((shown, old, new))
+}
+
+/// The text after replace mode's edit of `before`: the new content, the number of
+/// replacements and the matching strategy.
+pub(crate) fn replace_text(
+    args: &PatchArgs,
+    shown: &str,
+    old: &str,
+    new: &str,
+    before: &str,
+) -> Result<(String, usize, &'static str), ToolError> {
     // A CRLF file edited with LF strings: edit as LF, write back as CRLF.
     let crlf = before.contains("\r\n") && !old.contains('\r');
     let work = if crlf {
         before.replace("\r\n", "\n")
     } else {
-        before.clone()
+        before.to_string()
     };
     let Some(found) = fuzzy::locate(&work, old) else {
         return Err(ToolError::new(format!(
@@ -245,16 +244,50 @@ fn replace_mode(args: &PatchArgs, ctx: &ToolContext, approved: &[PathBuf]) -> To
     } else {
         edited
     };
-    crate::files::write_checked(&ctx.protected, &path, after.as_bytes(), guard)?;
+    Ok((after, found.ranges.len(), found.strategy))
+}
+
+/// Replace mode's result.
+pub(crate) fn replace_result(
+    shown: &str,
+    before: &str,
+    after: &str,
+    count: usize,
+    strategy: &str,
+) -> Value {
     let mut result = json!({
         "path": shown,
-        "replacements": found.ranges.len(),
-        "diff": unified_diff(shown, Some(&before), Some(&after)),
+        "replacements": count,
+        "diff": unified_diff(shown, Some(before), Some(after)),
     });
-    if found.strategy != "exact" {
-        result["match"] = json!(found.strategy);
+    if strategy != "exact" {
+        result["match"] = json!(strategy);
     }
-    Ok(result)
+    result
+}
+
+fn replace_mode(args: &PatchArgs, ctx: &ToolContext, approved: &[PathBuf]) -> ToolResult {
+    let (shown, old, new) = replace_args(args)?;
+    let path = paths::resolve(&ctx.cwd, shown);
+    ctx.protected.check_write(&path)?;
+    let guard = ctx.protected.guarded_write(&path);
+    if let Some(g) = guard
+        && !approved.contains(&path)
+    {
+        return Err(ToolError::new(format!(
+            "{shown}: needs the user's approval ({})",
+            g.description()
+        )));
+    }
+    let Some(before) = apply::read_text(&path, &ctx.protected).map_err(ToolError::new)? else {
+        return Err(ToolError::new(format!(
+            "file not found: {} (create files with write_file)",
+            path.display()
+        )));
+    };
+    let (after, count, strategy) = replace_text(args, shown, old, new, &before)?;
+    crate::files::write_checked(&ctx.protected, &path, after.as_bytes(), guard)?;
+    Ok(replace_result(shown, &before, &after, count, strategy))
 }
 
 fn patch_mode(args: &PatchArgs, ctx: &ToolContext, approved: &[PathBuf]) -> ToolResult {

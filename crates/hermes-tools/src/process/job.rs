@@ -1,7 +1,7 @@
 //! One background job: the child (`bash -c`, own process group, stdin piped, stdout and stderr
 //! merged into one pipe) and the task that collects its output and its exit status.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -12,9 +12,10 @@ use tokio::sync::watch;
 
 use super::buffer::OutputBuffer;
 use crate::ToolError;
+use crate::env::{ExecutionEnvironment, Stopper};
 use crate::sandbox::Sandbox;
 use crate::secrets::ChildEnv;
-use crate::terminal::{signal_group, spawn_shell};
+use crate::terminal::{Spawned, spawn_shell};
 
 /// How a job ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +50,8 @@ pub struct Job {
     pub cwd: PathBuf,
     /// Also the process group id.
     pub pid: Option<u32>,
+    /// Reaches the job's processes (in a container: the group inside it).
+    stopper: Stopper,
     started: Instant,
     state: Mutex<JobState>,
     exit: watch::Receiver<Option<ExitInfo>>,
@@ -69,21 +72,27 @@ impl std::fmt::Debug for Job {
 }
 
 impl Job {
-    pub(super) fn start(
+    pub(super) async fn start(
         id: String,
+        environment: &dyn ExecutionEnvironment,
         command: &str,
-        workdir: &Path,
+        workdir: &str,
         env: &ChildEnv,
         sandbox: Option<&Sandbox>,
     ) -> Result<Arc<Job>, ToolError> {
-        let (mut child, pipe) = spawn_shell(command, workdir, env, sandbox, Stdio::piped())?;
+        let Spawned {
+            mut child,
+            pipe,
+            stopper,
+        } = spawn_shell(environment, command, workdir, env, sandbox, Stdio::piped()).await?;
         let (tx, rx) = watch::channel(None);
         let pid = child.id();
         let job = Arc::new(Job {
             id,
             command: command.to_string(),
-            cwd: workdir.to_path_buf(),
+            cwd: PathBuf::from(workdir),
             pid,
+            stopper,
             started: Instant::now(),
             state: Mutex::new(JobState {
                 pipe_open: true,
@@ -127,10 +136,13 @@ impl Job {
         self.state(|s| s.killed).unwrap_or(false)
     }
 
-    pub(super) fn signal(&self, signal: i32) {
-        if let Some(pgid) = self.pid {
-            signal_group(pgid, signal);
-        }
+    pub(super) async fn signal(&self, signal: i32) {
+        self.stopper.signal(self.pid, signal).await;
+    }
+
+    /// [`Job::signal`] where nothing may be awaited (drop).
+    pub(super) fn signal_blocking(&self, signal: i32) {
+        self.stopper.signal_blocking(self.pid, signal);
     }
 
     pub(super) fn forget_group(&self) {
@@ -170,17 +182,17 @@ impl Job {
         if self.exit_info().is_some() {
             if !self.is_finished() {
                 // The leader is gone but children still hold the pipe.
-                self.signal(libc::SIGKILL);
+                self.signal(libc::SIGKILL).await;
             }
             return false;
         }
         self.state(|s| s.killed = true);
-        self.signal(libc::SIGTERM);
+        self.signal(libc::SIGTERM).await;
         if tokio::time::timeout(grace, self.wait_exit()).await.is_err() {
-            self.signal(libc::SIGKILL);
+            self.signal(libc::SIGKILL).await;
             let _ = tokio::time::timeout(grace, self.wait_exit()).await;
         } else {
-            self.signal(libc::SIGKILL);
+            self.signal(libc::SIGKILL).await;
         }
         true
     }

@@ -9,7 +9,6 @@ mod job;
 pub mod tool;
 
 use std::collections::HashSet;
-use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
@@ -17,6 +16,7 @@ use std::time::Duration;
 pub use job::{ExitInfo, Job};
 
 use crate::ToolError;
+use crate::env::ExecutionEnvironment;
 use crate::sandbox::Sandbox;
 use crate::secrets::ChildEnv;
 use crate::terminal::signal_group;
@@ -42,14 +42,16 @@ pub(crate) fn track_group(pgid: u32, live: bool) {
     }
 }
 
-/// SIGKILLs every background job of every session in this process. For exits that skip
-/// destructors (`std::process::exit`).
+/// SIGKILLs every background job of every session in this process and removes the sessions'
+/// non-persistent containers (which ends what runs in them). For exits that skip destructors
+/// (`std::process::exit`).
 pub fn kill_all_now() {
     if let Ok(mut groups) = LIVE_GROUPS.lock() {
         for pgid in groups.drain() {
             signal_group(pgid, libc::SIGKILL);
         }
     }
+    crate::env::docker::remove_all_now();
 }
 
 /// The background jobs of one session.
@@ -72,11 +74,12 @@ impl ProcessRegistry {
         ProcessRegistry::default()
     }
 
-    /// Starts `command` in the background.
-    pub fn spawn(
+    /// Starts `command` in the background in `environment`.
+    pub async fn spawn(
         &self,
+        environment: &dyn ExecutionEnvironment,
         command: &str,
-        workdir: &Path,
+        workdir: &str,
         env: &ChildEnv,
         sandbox: Option<&Sandbox>,
     ) -> Result<Arc<Job>, ToolError> {
@@ -87,7 +90,7 @@ impl ProcessRegistry {
             )));
         }
         let id = format!("proc_{}", self.next_id.fetch_add(1, Ordering::Relaxed) + 1);
-        let job = Job::start(id, command, workdir, env, sandbox)?;
+        let job = Job::start(id, environment, command, workdir, env, sandbox).await?;
         if let Ok(mut jobs) = self.jobs.lock() {
             jobs.push(job.clone());
             // Forget the oldest finished jobs beyond the limit.
@@ -124,14 +127,14 @@ impl ProcessRegistry {
             .filter(|j| j.group_alive())
             .collect();
         for job in &live {
-            job.signal(libc::SIGTERM);
+            job.signal(libc::SIGTERM).await;
         }
         let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
         for job in &live {
             let _ = tokio::time::timeout_at(deadline, job.wait_exit()).await;
         }
         for job in &live {
-            job.signal(libc::SIGKILL);
+            job.signal(libc::SIGKILL).await;
             job.forget_group();
         }
         live.len()
@@ -142,7 +145,7 @@ impl Drop for ProcessRegistry {
     fn drop(&mut self) {
         for job in self.jobs() {
             if job.group_alive() {
-                job.signal(libc::SIGKILL);
+                job.signal_blocking(libc::SIGKILL);
             }
             job.forget_group();
         }

@@ -18,11 +18,13 @@ async fn background_jobs_are_polled_logged_waited_and_listed() {
     let job = c
         .processes
         .spawn(
+            c.environment.as_ref(),
             "echo first; read line; echo got $line; exit 3",
-            tmp.path(),
+            &tmp.path().display().to_string(),
             &c.child_env,
             None,
         )
+        .await
         .unwrap();
     let id = job.id.clone();
     assert_eq!(id, "proc_1");
@@ -53,7 +55,14 @@ async fn kill_stops_the_whole_group_and_errors_are_clear() {
     let cmd = format!("(sleep 2; touch {}) & sleep 60", marker.display());
     let job = c
         .processes
-        .spawn(&cmd, tmp.path(), &c.child_env, None)
+        .spawn(
+            c.environment.as_ref(),
+            &cmd,
+            &tmp.path().display().to_string(),
+            &c.child_env,
+            None,
+        )
+        .await
         .unwrap();
     let out = process(&c, json!({"action": "kill", "id": job.id})).await;
     assert_eq!(out["status"], "killed");
@@ -89,20 +98,24 @@ async fn ending_the_session_kills_every_job() {
     let b = tmp.path().join("b");
     c.processes
         .spawn(
+            c.environment.as_ref(),
             &format!("sleep 2; touch {}", a.display()),
-            tmp.path(),
+            &tmp.path().display().to_string(),
             &c.child_env,
             None,
         )
+        .await
         .unwrap();
     let registry = ProcessRegistry::new();
     registry
         .spawn(
+            c.environment.as_ref(),
             &format!("sleep 2; touch {}", b.display()),
-            tmp.path(),
+            &tmp.path().display().to_string(),
             &c.child_env,
             None,
         )
+        .await
         .unwrap();
     assert_eq!(c.processes.shutdown().await, 1);
     drop(registry);
@@ -118,11 +131,13 @@ async fn output_is_bounded() {
     let job = c
         .processes
         .spawn(
+            c.environment.as_ref(),
             "head -c 5000000 /dev/zero | tr '\\0' 'x'; echo; echo END",
-            tmp.path(),
+            &tmp.path().display().to_string(),
             &c.child_env,
             None,
         )
+        .await
         .unwrap();
     job.wait_exit().await;
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -147,7 +162,14 @@ async fn stdin_is_checked_as_the_line_being_typed() {
     ));
     let job = c
         .processes
-        .spawn("cat > typed.txt", tmp.path(), &c.child_env, None)
+        .spawn(
+            c.environment.as_ref(),
+            "cat > typed.txt",
+            &tmp.path().display().to_string(),
+            &c.child_env,
+            None,
+        )
+        .await
         .unwrap();
     let id = job.id.clone();
     // Harmless alone, refused once the rest of the line arrives.

@@ -180,6 +180,32 @@ impl Tool for SearchFilesTool {
             .as_deref()
             .filter(|p| !p.trim().is_empty())
             .unwrap_or(".");
+        if !ctx.environment.is_local() {
+            let mut result = crate::env::tools::search(
+                ctx,
+                crate::env::tools::RemoteSearch {
+                    pattern: &args.pattern,
+                    files_target,
+                    path: raw_path,
+                    file_glob: args.file_glob.as_deref().filter(|g| !g.trim().is_empty()),
+                    limit: args.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT),
+                    offset: args.offset.unwrap_or(0),
+                    mode: match mode {
+                        OutputMode::Content => crate::env::shell_fs::GrepMode::Lines,
+                        OutputMode::FilesOnly => crate::env::shell_fs::GrepMode::Files,
+                        OutputMode::Count => crate::env::shell_fs::GrepMode::Count,
+                    },
+                    context: args.context.unwrap_or(0).min(MAX_CONTEXT),
+                },
+            )
+            .await?;
+            if repeats == REPEAT_LIMIT - 1 {
+                result["warning"] = json!(
+                    "this exact search has now run 3 times in a row; the results will not change"
+                );
+            }
+            return Ok(result);
+        }
         let root = paths::resolve(&ctx.cwd, raw_path);
         if !root.exists() {
             return Err(ToolError::new(format!(
