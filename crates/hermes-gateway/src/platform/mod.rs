@@ -31,6 +31,7 @@ pub(crate) mod gate;
 pub mod homeassistant;
 pub(crate) mod http;
 pub mod irc;
+pub(crate) mod listener;
 pub mod markdown;
 pub mod matrix;
 pub mod mattermost;

@@ -13,7 +13,7 @@ mod webhook;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
@@ -26,6 +26,7 @@ use self::webhook::Incoming;
 use crate::platform::backoff::Backoff;
 use crate::platform::error::{PlatformConfigError, PlatformError};
 use crate::platform::http::{self, network, with_rate_limit};
+use crate::platform::listener::ListenerSlot;
 use crate::platform::status::StatusCell;
 use crate::platform::types::{
     AdapterStatus, Attachment, Capabilities, ChatRef, ChatType, ConnectionState, Dialect,
@@ -38,10 +39,6 @@ const MAX_MESSAGE: usize = 1600;
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest REST answer read.
 const MAX_ANSWER: usize = 256 * 1024;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// The core's event for an inbound SMS.
 fn to_event(sms: Incoming) -> InboundEvent {
@@ -69,8 +66,7 @@ pub struct SmsAdapter {
     client: reqwest::Client,
     caps: Capabilities,
     status: Arc<StatusCell>,
-    listener: Mutex<Option<std::net::TcpListener>>,
-    local_addr: Mutex<Option<SocketAddr>>,
+    listener: ListenerSlot,
 }
 
 impl std::fmt::Debug for SmsAdapter {
@@ -102,36 +98,23 @@ impl SmsAdapter {
                 progress_messages: false,
             },
             status: Arc::new(StatusCell::default()),
-            listener: Mutex::new(None),
-            local_addr: Mutex::new(None),
+            listener: ListenerSlot::default(),
         })
     }
 
     /// Serves on an already bound listener instead of `webhook_host:webhook_port`.
     pub fn with_listener(self, listener: std::net::TcpListener) -> SmsAdapter {
-        *lock(&self.listener) = Some(listener);
+        self.listener.preset(listener);
         self
     }
 
     /// Where the webhook listens, once it does.
     pub fn local_addr(&self) -> Option<SocketAddr> {
-        *lock(&self.local_addr)
+        self.listener.local_addr()
     }
 
     fn bind(&self) -> Result<tokio::net::TcpListener, String> {
-        let s = &self.settings;
-        let std_listener = match lock(&self.listener).as_ref() {
-            Some(l) => l.try_clone().map_err(|e| e.to_string())?,
-            None => std::net::TcpListener::bind((s.host.trim_matches(['[', ']']), s.port))
-                .map_err(|e| format!("cannot listen on {}:{}: {e}", s.host, s.port))?,
-        };
-        std_listener
-            .set_nonblocking(true)
-            .map_err(|e| e.to_string())?;
-        let listener =
-            tokio::net::TcpListener::from_std(std_listener).map_err(|e| e.to_string())?;
-        *lock(&self.local_addr) = listener.local_addr().ok();
-        Ok(listener)
+        self.listener.bind(&self.settings.host, self.settings.port)
     }
 
     fn account_url(&self, rest: &str) -> String {

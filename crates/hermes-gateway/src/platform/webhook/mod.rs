@@ -32,6 +32,7 @@ use self::settings::{Deliver, INSECURE_NO_AUTH, PLATFORM, Route, read_dynamic};
 use crate::platform::backoff::Backoff;
 use crate::platform::error::{PlatformConfigError, PlatformError};
 use crate::platform::http::{self, network};
+use crate::platform::listener::ListenerSlot;
 use crate::platform::status::StatusCell;
 use crate::platform::types::{
     AdapterStatus, Attachment, Capabilities, ChatRef, ChatType, ConnectionState, Dialect,
@@ -145,8 +146,7 @@ pub struct WebhookAdapter {
     shared: Arc<Shared>,
     caps: Capabilities,
     client: reqwest::Client,
-    listener: Mutex<Option<std::net::TcpListener>>,
-    local_addr: Mutex<Option<SocketAddr>>,
+    listener: ListenerSlot,
 }
 
 impl std::fmt::Debug for WebhookAdapter {
@@ -461,39 +461,24 @@ impl WebhookAdapter {
                 progress_messages: false,
             },
             client: http::client(PLATFORM)?,
-            listener: Mutex::new(None),
-            local_addr: Mutex::new(None),
+            listener: ListenerSlot::default(),
         })
     }
 
     /// Serves on an already bound listener instead of `host:port`.
     pub fn with_listener(self, listener: std::net::TcpListener) -> WebhookAdapter {
-        *lock(&self.listener) = Some(listener);
+        self.listener.preset(listener);
         self
     }
 
     /// Where the server listens, once it does.
     pub fn local_addr(&self) -> Option<SocketAddr> {
-        *lock(&self.local_addr)
+        self.listener.local_addr()
     }
 
     fn bind(&self) -> Result<tokio::net::TcpListener, String> {
-        let std_listener = match lock(&self.listener).as_ref() {
-            Some(l) => l.try_clone().map_err(|e| e.to_string())?,
-            None => {
-                let s = &self.shared.settings;
-                let host = s.host.trim_matches(['[', ']']);
-                std::net::TcpListener::bind((host, s.port))
-                    .map_err(|e| format!("cannot listen on {}:{}: {e}", s.host, s.port))?
-            }
-        };
-        std_listener
-            .set_nonblocking(true)
-            .map_err(|e| e.to_string())?;
-        let listener =
-            tokio::net::TcpListener::from_std(std_listener).map_err(|e| e.to_string())?;
-        *lock(&self.local_addr) = listener.local_addr().ok();
-        Ok(listener)
+        let s = &self.shared.settings;
+        self.listener.bind(&s.host, s.port)
     }
 
     async fn callback(&self, info: &DeliveryInfo, text: &str) -> Result<(), PlatformError> {

@@ -36,6 +36,7 @@ pub use self::settings::WhatsAppCloudSettings;
 use crate::platform::backoff::Backoff;
 use crate::platform::error::{PlatformConfigError, PlatformError};
 use crate::platform::http::{self, with_rate_limit};
+use crate::platform::listener::ListenerSlot;
 use crate::platform::status::StatusCell;
 use crate::platform::types::{
     AdapterStatus, Attachment, Button, Capabilities, ChatRef, ChatType, ConnectionState, Dialect,
@@ -91,8 +92,7 @@ pub struct WhatsAppCloudAdapter {
     caps: Capabilities,
     status: Arc<StatusCell>,
     last_ids: Arc<Mutex<LastIds>>,
-    listener: Mutex<Option<std::net::TcpListener>>,
-    local_addr: Mutex<Option<SocketAddr>>,
+    listener: ListenerSlot,
 }
 
 impl std::fmt::Debug for WhatsAppCloudAdapter {
@@ -273,36 +273,23 @@ impl WhatsAppCloudAdapter {
             },
             status: Arc::new(StatusCell::default()),
             last_ids: Arc::new(Mutex::new(LastIds::default())),
-            listener: Mutex::new(None),
-            local_addr: Mutex::new(None),
+            listener: ListenerSlot::default(),
         })
     }
 
     /// Serves on an already bound listener instead of `webhook_host:webhook_port`.
     pub fn with_listener(self, listener: std::net::TcpListener) -> WhatsAppCloudAdapter {
-        *lock(&self.listener) = Some(listener);
+        self.listener.preset(listener);
         self
     }
 
     /// Where the webhook listens, once it does.
     pub fn local_addr(&self) -> Option<SocketAddr> {
-        *lock(&self.local_addr)
+        self.listener.local_addr()
     }
 
     fn bind(&self) -> Result<tokio::net::TcpListener, String> {
-        let s = &self.settings;
-        let std_listener = match lock(&self.listener).as_ref() {
-            Some(l) => l.try_clone().map_err(|e| e.to_string())?,
-            None => std::net::TcpListener::bind((s.host.trim_matches(['[', ']']), s.port))
-                .map_err(|e| format!("cannot listen on {}:{}: {e}", s.host, s.port))?,
-        };
-        std_listener
-            .set_nonblocking(true)
-            .map_err(|e| e.to_string())?;
-        let listener =
-            tokio::net::TcpListener::from_std(std_listener).map_err(|e| e.to_string())?;
-        *lock(&self.local_addr) = listener.local_addr().ok();
-        Ok(listener)
+        self.listener.bind(&self.settings.host, self.settings.port)
     }
 
     /// One message, rate limits waited out within the configured cap.

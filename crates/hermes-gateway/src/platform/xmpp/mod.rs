@@ -6,7 +6,7 @@
 //! ([`stanzas`]) split at `max_message_length`, "typing" as XEP-0085 `<composing/>`, edits as
 //! XEP-0308 corrections when `corrections` is on, the server's pings answered, a whitespace
 //! keepalive while idle and our own ping when the server is silent (no answer: reconnect with
-//! backoff). No files (XEP-0363 upload is not implemented), no deletions.
+//! backoff). No files (no XEP-0363 upload in this build), no deletions.
 
 pub(crate) mod inbound;
 pub(crate) mod sasl;
