@@ -145,9 +145,14 @@ struct State {
     next_id: u64,
 }
 
+/// Messages users sent (through [`EventSender`]): message id → chat id, so replies to them
+/// land in the right chat.
+type Inbound = Arc<Mutex<HashMap<String, String>>>;
+
 struct Shared {
     app_secret: String,
     state: Mutex<State>,
+    inbound: Inbound,
 }
 
 impl Shared {
@@ -296,15 +301,22 @@ impl OpenApiService {
                 self.accept(&mut st, chat.to_string(), None, &body)
             }
             ("POST", ["im", "v1", "messages", parent, "reply"]) => {
-                if !parent.starts_with("om_") {
+                let known = self
+                    .shared
+                    .inbound
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get(*parent)
+                    .cloned();
+                let chat = known.or_else(|| {
+                    st.sent
+                        .iter()
+                        .find(|m| m.message_id == *parent)
+                        .map(|m| m.chat_id.clone())
+                });
+                let Some(chat) = chat else {
                     return feishu_error(400, 230002, "The message is not found.");
-                }
-                let chat = st
-                    .sent
-                    .iter()
-                    .find(|m| m.message_id == *parent)
-                    .map(|m| m.chat_id.clone())
-                    .unwrap_or_else(|| "oc_replied".to_string());
+                };
                 self.accept(&mut st, chat, Some(parent.to_string()), &body)
             }
             ("PUT" | "PATCH", ["im", "v1", "messages", id]) => {
@@ -436,12 +448,25 @@ impl FeishuMock {
         let shared = Arc::new(Shared {
             app_secret: app_secret.to_string(),
             state: Mutex::new(State::default()),
+            inbound: Inbound::default(),
         });
         let service = Arc::new(OpenApiService {
             shared: Arc::clone(&shared),
         });
         let server = Server::start("feishu", service).expect("start the Feishu mock");
         FeishuMock { server, shared }
+    }
+
+    /// Feishu's deliveries to the gateway's request URL at `addr` (`127.0.0.1:PORT`), encrypted
+    /// and signed with `encrypt_key` (empty: plain JSON, unsigned); the messages delivered
+    /// become known to this API, so replies to them work.
+    pub fn sender(&self, addr: &str, path: &str, encrypt_key: &str) -> EventSender {
+        EventSender {
+            addr: addr.to_string(),
+            path: path.to_string(),
+            encrypt_key: encrypt_key.to_string(),
+            inbound: Arc::clone(&self.shared.inbound),
+        }
     }
 
     /// The value for `platforms.feishu.extra.base_url`.
@@ -533,14 +558,24 @@ pub fn signature(timestamp: &str, nonce: &str, encrypt_key: &str, body: &str) ->
         .collect()
 }
 
-/// Feishu's side of the request URL.
-#[derive(Debug, Clone)]
+/// Feishu's side of the request URL (made by [`FeishuMock::sender`]).
+#[derive(Clone)]
 pub struct EventSender {
     /// `127.0.0.1:PORT`
     pub addr: String,
     pub path: String,
     /// Empty: deliveries go in plain JSON, unsigned.
     pub encrypt_key: String,
+    inbound: Inbound,
+}
+
+impl std::fmt::Debug for EventSender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventSender")
+            .field("addr", &self.addr)
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
 }
 
 impl EventSender {
@@ -555,6 +590,14 @@ impl EventSender {
 
     /// Posts `payload` as Feishu does: encrypted and signed when there is a key.
     pub fn deliver(&self, payload: &Value) -> HttpReply {
+        let message = &payload["event"]["message"];
+        if let (Some(id), Some(chat)) = (message["message_id"].as_str(), message["chat_id"].as_str())
+        {
+            self.inbound
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(id.to_string(), chat.to_string());
+        }
         let body = self.body(payload);
         let timestamp = now_secs().to_string();
         let nonce = format!("{:x}", now_nanos());
