@@ -110,7 +110,10 @@ fn last_user(request: &Value) -> Value {
 }
 
 fn sent_to(api: &FeishuMock, chat: &str) -> Vec<SentMessage> {
-    api.sent().into_iter().filter(|m| m.chat_id == chat).collect()
+    api.sent()
+        .into_iter()
+        .filter(|m| m.chat_id == chat)
+        .collect()
 }
 
 fn dm(event: &str, message: &str, chat: &str, sender: &str, text: &str) -> Value {
@@ -135,21 +138,29 @@ fn feishu_challenge_encrypted_messages_signatures_pairing_groups_and_long_answer
     assert_eq!(ok.status, 200, "{ok:?}");
     assert_eq!(ok.json(), json!({"challenge": "ch-3f1a"}));
     assert_eq!(
-        feishu.deliver(&fs::url_verification("ch-x", "wrong")).status,
+        feishu
+            .deliver(&fs::url_verification("ch-x", "wrong"))
+            .status,
         401
     );
 
     // An encrypted p2p text: a token is fetched, then exactly the documented reply goes out.
     let hi = dm("ev-ann-1", "om_ann1", ANN_DM, ANN, "hi");
     let reply = feishu.deliver(&hi);
-    assert_eq!((reply.status, reply.json()["code"].clone()), (200, json!(0)));
+    assert_eq!(
+        (reply.status, reply.json()["code"].clone()),
+        (200, json!(0))
+    );
     wait("the answer", || !sent_to(&api, ANN_DM).is_empty());
     let sent = sent_to(&api, ANN_DM);
     assert_eq!(sent.len(), 1, "{sent:?}");
     assert_eq!(sent[0].reply_to.as_deref(), Some("om_ann1"));
     let mut body = sent[0].body.clone();
     let uuid = body.as_object_mut().unwrap().remove("uuid").unwrap();
-    assert!(uuid.as_str().is_some_and(|u| !u.is_empty() && u.len() <= 50));
+    assert!(
+        uuid.as_str()
+            .is_some_and(|u| !u.is_empty() && u.len() <= 50)
+    );
     assert_eq!(
         body,
         json!({"msg_type": "text", "content": "{\"text\":\"Hello Ann\"}"})
@@ -174,11 +185,20 @@ fn feishu_challenge_encrypted_messages_signatures_pairing_groups_and_long_answer
             .is_some_and(|a| a.starts_with("Bearer t-")),
         "{send:?}"
     );
-    assert_eq!(last_user(&model.last_chat_request().unwrap())["content"], "hi");
+    assert_eq!(
+        last_user(&model.last_chat_request().unwrap())["content"],
+        "hi"
+    );
 
     // Redelivered: answered once. Forged or unsigned: 401, never the model.
     assert_eq!(feishu.deliver(&hi).status, 200);
-    let forged = feishu.body(&dm("ev-forged", "om_forged", ANN_DM, ANN, "rm -rf everything"));
+    let forged = feishu.body(&dm(
+        "ev-forged",
+        "om_forged",
+        ANN_DM,
+        ANN,
+        "rm -rf everything",
+    ));
     assert_eq!(
         feishu
             .deliver_raw(&forged, "1700000000", "abc", &"0".repeat(64))
@@ -202,7 +222,11 @@ fn feishu_challenge_encrypted_messages_signatures_pairing_groups_and_long_answer
         400
     );
     std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(model.chat_request_count(), 1, "a duplicate or forgery reached the model");
+    assert_eq!(
+        model.chat_request_count(),
+        1,
+        "a duplicate or forgery reached the model"
+    );
     assert_eq!(sent_to(&api, ANN_DM).len(), 1);
 
     // A stranger: a pairing code, not the model; approved, the model.
@@ -212,7 +236,11 @@ fn feishu_challenge_encrypted_messages_signatures_pairing_groups_and_long_answer
             .iter()
             .any(|t| t.contains("pairing code is"))
     });
-    assert_eq!(model.chat_request_count(), 1, "a stranger reached the model");
+    assert_eq!(
+        model.chat_request_count(),
+        1,
+        "a stranger reached the model"
+    );
     let text = api.texts_to(BOB_DM)[0].clone();
     let code: String = text
         .split("pairing code is ")
@@ -231,13 +259,31 @@ fn feishu_challenge_encrypted_messages_signatures_pairing_groups_and_long_answer
 
     // A group: nothing without the bot's @mention, an answer with it (the mention removed).
     feishu.deliver(&fs::text_message(
-        VT, "ev-g-1", "om_g1", GROUP, true, ANN, "@_user_1 what about you", &[("@_user_1", "ou_someone_else", "Carol")],
+        VT,
+        "ev-g-1",
+        "om_g1",
+        GROUP,
+        true,
+        ANN,
+        "@_user_1 what about you",
+        &[("@_user_1", "ou_someone_else", "Carol")],
     ));
     feishu.deliver(&fs::text_message(
-        VT, "ev-g-2", "om_g2", GROUP, true, ANN, "just chatting", &[],
+        VT,
+        "ev-g-2",
+        "om_g2",
+        GROUP,
+        true,
+        ANN,
+        "just chatting",
+        &[],
     ));
     std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(model.chat_request_count(), 2, "an unaddressed group message reached the model");
+    assert_eq!(
+        model.chat_request_count(),
+        2,
+        "an unaddressed group message reached the model"
+    );
     feishu.deliver(&fs::text_message(
         VT,
         "ev-g-3",
@@ -272,14 +318,28 @@ fn feishu_challenge_encrypted_messages_signatures_pairing_groups_and_long_answer
         .filter(|t| t.starts_with('a') || t.starts_with('b'))
         .collect();
     assert!(parts.iter().all(|p| p.chars().count() <= 8000), "{parts:?}");
-    assert_eq!(parts.concat().matches('a').count(), 6000);
+    let shown: Vec<String> = parts
+        .iter()
+        .map(|p| {
+            format!(
+                "{}…{} ({})",
+                &p[..20.min(p.len())],
+                &p[p.len().saturating_sub(40)..],
+                p.len()
+            )
+        })
+        .collect();
+    assert_eq!(parts.concat().matches('a').count(), 6000, "{shown:?}");
     assert_eq!(parts.concat().matches('b').count(), 6000);
     let token_fetches = api
         .requests()
         .iter()
         .filter(|r| r.path == "/open-apis/auth/v3/tenant_access_token/internal")
         .count();
-    assert_eq!(token_fetches, 2, "the token was not cached, or not refreshed");
+    assert_eq!(
+        token_fetches, 2,
+        "the token was not cached, or not refreshed"
+    );
 
     let (code, stderr) = rig.gateway.terminate();
     assert_eq!(code, Some(0), "{stderr}");

@@ -80,7 +80,10 @@ impl SentMessage {
     /// markdown.
     pub fn text(&self) -> String {
         match self.msg_type.as_str() {
-            "text" => self.content["text"].as_str().unwrap_or_default().to_string(),
+            "text" => self.content["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
             "post" => {
                 let body = self
                     .content
@@ -123,7 +126,10 @@ impl SentMessage {
             .flat_map(|e| e["actions"].as_array().cloned().unwrap_or_default())
             .map(|b| {
                 (
-                    b["text"]["content"].as_str().unwrap_or_default().to_string(),
+                    b["text"]["content"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
                     b["value"].clone(),
                 )
             })
@@ -252,8 +258,7 @@ impl OpenApiService {
             authorization: authorization.clone(),
             body: body.clone(),
         });
-        if let Some((status, code, msg)) = st.faults.get_mut(&path).and_then(VecDeque::pop_front)
-        {
+        if let Some((status, code, msg)) = st.faults.get_mut(&path).and_then(VecDeque::pop_front) {
             return feishu_error(status, code, &msg);
         }
         if req.method == "POST" && path == "/open-apis/auth/v3/tenant_access_token/internal" {
@@ -327,10 +332,18 @@ impl OpenApiService {
                     }
                     (t.to_string(), body["content"].as_str().unwrap_or_default())
                 } else {
-                    ("interactive".to_string(), body["content"].as_str().unwrap_or_default())
+                    (
+                        "interactive".to_string(),
+                        body["content"].as_str().unwrap_or_default(),
+                    )
                 };
                 match check_content(&msg_type, content) {
                     Ok(parsed) => {
+                        // What the chat shows from now on.
+                        if let Some(m) = st.sent.iter_mut().find(|m| m.message_id == *id) {
+                            m.msg_type = msg_type.clone();
+                            m.content = parsed.clone();
+                        }
                         st.edits.push((id.to_string(), msg_type, parsed));
                         MockResponse::json(200, &json!({"code": 0, "msg": "success", "data": {}}))
                     }
@@ -357,9 +370,16 @@ impl OpenApiService {
                 }
                 st.next_id += 1;
                 let key = format!("img_v3_02{:06x}", st.next_id);
-                let bytes = body["image"]["text"].as_str().unwrap_or_default().as_bytes().to_vec();
+                let bytes = body["image"]["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .as_bytes()
+                    .to_vec();
                 st.uploads.insert(key.clone(), bytes);
-                MockResponse::json(200, &json!({"code": 0, "msg": "success", "data": {"image_key": key}}))
+                MockResponse::json(
+                    200,
+                    &json!({"code": 0, "msg": "success", "data": {"image_key": key}}),
+                )
             }
             ("POST", ["im", "v1", "files"]) => {
                 if body["file_type"].as_str().is_none() || !body["file"].is_object() {
@@ -367,9 +387,16 @@ impl OpenApiService {
                 }
                 st.next_id += 1;
                 let key = format!("file_v3_00{:06x}", st.next_id);
-                let bytes = body["file"]["text"].as_str().unwrap_or_default().as_bytes().to_vec();
+                let bytes = body["file"]["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .as_bytes()
+                    .to_vec();
                 st.uploads.insert(key.clone(), bytes);
-                MockResponse::json(200, &json!({"code": 0, "msg": "success", "data": {"file_key": key}}))
+                MockResponse::json(
+                    200,
+                    &json!({"code": 0, "msg": "success", "data": {"file_key": key}}),
+                )
             }
             _ => feishu_error(404, 1254000, "404 page not found"),
         }
@@ -491,16 +518,23 @@ impl FeishuMock {
         self.shared.lock().requests.clone()
     }
 
-    /// Messages the bot sent, in order.
+    /// Messages the bot sent, in order, with their edits applied.
     pub fn sent(&self) -> Vec<SentMessage> {
         self.shared.lock().sent.clone()
     }
 
-    /// Texts of the messages sent to `chat_id` (replies included).
+    /// Ids of the messages the bot recalled.
+    pub fn recalled(&self) -> Vec<String> {
+        self.shared.lock().recalled.clone()
+    }
+
+    /// Texts of the messages sent to `chat_id` (replies included) as the chat shows them:
+    /// edits applied, recalled messages gone.
     pub fn texts_to(&self, chat_id: &str) -> Vec<String> {
+        let recalled = self.recalled();
         self.sent()
             .iter()
-            .filter(|m| m.chat_id == chat_id)
+            .filter(|m| m.chat_id == chat_id && !recalled.contains(&m.message_id))
             .map(SentMessage::text)
             .collect()
     }
@@ -591,7 +625,8 @@ impl EventSender {
     /// Posts `payload` as Feishu does: encrypted and signed when there is a key.
     pub fn deliver(&self, payload: &Value) -> HttpReply {
         let message = &payload["event"]["message"];
-        if let (Some(id), Some(chat)) = (message["message_id"].as_str(), message["chat_id"].as_str())
+        if let (Some(id), Some(chat)) =
+            (message["message_id"].as_str(), message["chat_id"].as_str())
         {
             self.inbound
                 .lock()

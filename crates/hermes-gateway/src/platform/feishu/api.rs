@@ -275,8 +275,13 @@ mod tests {
 
     fn err(status: u16, code: i64) -> PlatformError {
         let body = json!({"code": code, "msg": "the msg", "data": {}});
-        classify("POST messages", status, &HeaderMap::new(), body.to_string().as_bytes())
-            .unwrap_err()
+        classify(
+            "POST messages",
+            status,
+            &HeaderMap::new(),
+            body.to_string().as_bytes(),
+        )
+        .unwrap_err()
     }
 
     #[test]
@@ -290,19 +295,35 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
-        assert!(matches!(err(400, 99991400), PlatformError::RateLimited { .. }));
+        assert!(matches!(
+            err(400, 99991400),
+            PlatformError::RateLimited { .. }
+        ));
         assert!(matches!(err(429, 1), PlatformError::RateLimited { .. }));
         match err(400, 230001) {
-            PlatformError::Api { status, message, .. } => {
+            PlatformError::Api {
+                status, message, ..
+            } => {
                 assert_eq!(status, 400);
-                assert!(message.contains("the msg") && message.contains("230001"), "{message}");
+                assert!(
+                    message.contains("the msg") && message.contains("230001"),
+                    "{message}"
+                );
             }
             other => panic!("{other:?}"),
         }
         // Code 0 with HTTP 200 is the only success.
-        let ok = classify("x", 200, &HeaderMap::new(), br#"{"code":0,"msg":"ok","data":{"a":1}}"#);
+        let ok = classify(
+            "x",
+            200,
+            &HeaderMap::new(),
+            br#"{"code":0,"msg":"ok","data":{"a":1}}"#,
+        );
         assert_eq!(ok.unwrap()["data"]["a"], 1);
-        assert!(matches!(err(200, 230002), PlatformError::Api { status: 200, .. }));
+        assert!(matches!(
+            err(200, 230002),
+            PlatformError::Api { status: 200, .. }
+        ));
     }
 
     #[test]

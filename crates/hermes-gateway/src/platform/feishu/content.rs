@@ -109,12 +109,23 @@ mod tests {
     #[test]
     fn plain_text_stays_text_and_markdown_becomes_a_post() {
         assert!(!is_markdown("Hello Ann, how are you?"));
-        for md in ["**bold** here", "# Title", "- item", "1. first", "see `x`", "[a](https://b)", "> quote"] {
+        for md in [
+            "**bold** here",
+            "# Title",
+            "- item",
+            "1. first",
+            "see `x`",
+            "[a](https://b)",
+            "> quote",
+        ] {
             assert!(is_markdown(md), "{md}");
         }
         let (kind, content) = text_or_post("hi \"you\"", false);
         assert_eq!(kind, "text");
-        assert_eq!(serde_json::from_str::<Value>(&content).unwrap(), json!({"text": "hi \"you\""}));
+        assert_eq!(
+            serde_json::from_str::<Value>(&content).unwrap(),
+            json!({"text": "hi \"you\""})
+        );
     }
 
     #[test]
@@ -139,7 +150,10 @@ mod tests {
                 Button::new("Deny", "g:a:1:deny").styled(ButtonStyle::Danger),
             ],
         );
-        assert_eq!(c["elements"][0], json!({"tag": "markdown", "content": "Run `rm`?"}));
+        assert_eq!(
+            c["elements"][0],
+            json!({"tag": "markdown", "content": "Run `rm`?"})
+        );
         let actions = &c["elements"][1]["actions"];
         assert_eq!(actions[0]["value"], json!({"hermes_data": "g:a:1:once"}));
         assert_eq!(actions[0]["type"], "primary");

@@ -79,7 +79,10 @@ pub(crate) fn signature_ok(
         return false;
     }
     let expected = signature(timestamp, nonce, encrypt_key, body);
-    constant_time_eq(expected.as_bytes(), given.trim().to_ascii_lowercase().as_bytes())
+    constant_time_eq(
+        expected.as_bytes(),
+        given.trim().to_ascii_lowercase().as_bytes(),
+    )
 }
 
 #[cfg(test)]
@@ -122,12 +125,24 @@ mod tests {
         let sig = signature("1700000000", "n0nce", "ek", body);
         assert_eq!(sig.len(), 64);
         assert!(signature_ok("ek", "1700000000", "n0nce", &sig, body));
-        assert!(signature_ok("ek", "1700000000", "n0nce", &sig.to_uppercase(), body));
+        assert!(signature_ok(
+            "ek",
+            "1700000000",
+            "n0nce",
+            &sig.to_uppercase(),
+            body
+        ));
         assert!(!signature_ok("ek", "1700000001", "n0nce", &sig, body));
         assert!(!signature_ok("ek", "1700000000", "other", &sig, body));
         assert!(!signature_ok("ek2", "1700000000", "n0nce", &sig, body));
         assert!(!signature_ok("ek", "1700000000", "n0nce", &sig, b"{}"));
-        assert!(!signature_ok("", "1700000000", "n0nce", &signature("1700000000", "n0nce", "", body), body));
+        assert!(!signature_ok(
+            "",
+            "1700000000",
+            "n0nce",
+            &signature("1700000000", "n0nce", "", body),
+            body
+        ));
         for given in ["", "zz", &"é".repeat(32), &"0".repeat(100_000)] {
             assert!(!signature_ok("ek", "1", "n", given, body));
         }

@@ -252,7 +252,10 @@ fn post(content: &Value, text: &mut String, resources: &mut Vec<Resource>) {
     let body = if content.get("content").is_some() {
         content
     } else {
-        match content.as_object().and_then(|o| o.values().find(|v| v.get("content").is_some())) {
+        match content
+            .as_object()
+            .and_then(|o| o.values().find(|v| v.get("content").is_some()))
+        {
             Some(b) => b,
             None => return,
         }
@@ -349,9 +352,14 @@ mod tests {
             "content": "{\"text\":\"@_user_1 hello\"}",
             "mentions": [{"key": "@_user_1", "id": {"open_id": "ou_bot", "user_id": null}, "name": "Hermes"}],
         }));
-        assert_eq!(event_id(&p).as_deref(), Some("5e3702a84e847582be8db7fb73283c02"));
+        assert_eq!(
+            event_id(&p).as_deref(),
+            Some("5e3702a84e847582be8db7fb73283c02")
+        );
         assert_eq!(token(&p), "vt");
-        let Some(Incoming::Message(m)) = parse(&p) else { panic!() };
+        let Some(Incoming::Message(m)) = parse(&p) else {
+            panic!()
+        };
         assert!(m.group && !m.sender_is_bot);
         assert_eq!((m.sender.as_str(), m.chat_id.as_str()), ("ou_ann", "oc_g"));
         assert_eq!(m.text, "@_user_1 hello");
@@ -370,18 +378,34 @@ mod tests {
             [{"tag": "img", "image_key": "img_v2_abc"}],
             [{"tag": "code_block", "language": "rust", "text": "fn main() {}"}],
         ]});
-        let p = receive(json!({"message_id": "om_2", "chat_id": "oc_p", "chat_type": "p2p",
-            "message_type": "post", "content": content.to_string()}));
-        let Some(Incoming::Message(m)) = parse(&p) else { panic!() };
+        let p = receive(
+            json!({"message_id": "om_2", "chat_id": "oc_p", "chat_type": "p2p",
+            "message_type": "post", "content": content.to_string()}),
+        );
+        let Some(Incoming::Message(m)) = parse(&p) else {
+            panic!()
+        };
         assert!(!m.group);
-        assert!(m.text.starts_with("Report\n@_user_1 see [this](https://example.com)"), "{}", m.text);
+        assert!(
+            m.text
+                .starts_with("Report\n@_user_1 see [this](https://example.com)"),
+            "{}",
+            m.text
+        );
         assert!(m.text.contains("```rust\nfn main() {}\n```"), "{}", m.text);
         assert_eq!(m.resources.len(), 1);
-        assert_eq!((m.resources[0].key.as_str(), m.resources[0].api_type), ("img_v2_abc", "image"));
+        assert_eq!(
+            (m.resources[0].key.as_str(), m.resources[0].api_type),
+            ("img_v2_abc", "image")
+        );
 
-        let p = receive(json!({"message_id": "om_3", "chat_id": "oc_p", "chat_type": "p2p",
-            "message_type": "file", "content": "{\"file_key\":\"file_v3_x\",\"file_name\":\"a.pdf\"}"}));
-        let Some(Incoming::Message(m)) = parse(&p) else { panic!() };
+        let p = receive(
+            json!({"message_id": "om_3", "chat_id": "oc_p", "chat_type": "p2p",
+            "message_type": "file", "content": "{\"file_key\":\"file_v3_x\",\"file_name\":\"a.pdf\"}"}),
+        );
+        let Some(Incoming::Message(m)) = parse(&p) else {
+            panic!()
+        };
         assert_eq!(m.resources[0].file_name.as_deref(), Some("a.pdf"));
         assert_eq!(m.resources[0].kind, AttachmentKind::Document);
     }
@@ -408,31 +432,53 @@ mod tests {
     fn hostile_events_are_skipped() {
         let bad_ids = ["om_../x", "", "om 1", &"a".repeat(300)];
         for id in bad_ids {
-            let p = receive(json!({"message_id": id, "chat_id": "oc_p", "chat_type": "p2p",
-                "message_type": "text", "content": "{\"text\":\"x\"}"}));
+            let p = receive(
+                json!({"message_id": id, "chat_id": "oc_p", "chat_type": "p2p",
+                "message_type": "text", "content": "{\"text\":\"x\"}"}),
+            );
             assert_eq!(parse(&p), None, "{id}");
         }
-        for content in [json!("not json"), json!({"text": "x"}), json!(null), json!("{\"text\": 5}")] {
-            let p = receive(json!({"message_id": "om_1", "chat_id": "oc_p", "chat_type": "p2p",
-                "message_type": "text", "content": content}));
+        for content in [
+            json!("not json"),
+            json!({"text": "x"}),
+            json!(null),
+            json!("{\"text\": 5}"),
+        ] {
+            let p = receive(
+                json!({"message_id": "om_1", "chat_id": "oc_p", "chat_type": "p2p",
+                "message_type": "text", "content": content}),
+            );
             assert_eq!(parse(&p), None);
         }
-        for p in [json!(null), json!([]), json!({"header": {"event_type": 5}}), json!({"header": {"event_type": "im.message.receive_v1"}})] {
+        for p in [
+            json!(null),
+            json!([]),
+            json!({"header": {"event_type": 5}}),
+            json!({"header": {"event_type": "im.message.receive_v1"}}),
+        ] {
             assert_eq!(parse(&p), None);
         }
         // A path in a resource key never reaches the URL.
-        let p = receive(json!({"message_id": "om_1", "chat_id": "oc_p", "chat_type": "p2p",
-            "message_type": "image", "content": "{\"image_key\":\"../../auth\"}"}));
+        let p = receive(
+            json!({"message_id": "om_1", "chat_id": "oc_p", "chat_type": "p2p",
+            "message_type": "image", "content": "{\"image_key\":\"../../auth\"}"}),
+        );
         assert_eq!(parse(&p), None);
         // Huge texts are bounded.
         let big = json!({"text": "x".repeat(300_000)}).to_string();
-        let p = receive(json!({"message_id": "om_1", "chat_id": "oc_p", "chat_type": "p2p",
-            "message_type": "text", "content": big}));
+        let p = receive(
+            json!({"message_id": "om_1", "chat_id": "oc_p", "chat_type": "p2p",
+            "message_type": "text", "content": big}),
+        );
         assert_eq!(parse(&p), None);
         let big = json!({"text": "x".repeat(100_000)}).to_string();
-        let p = receive(json!({"message_id": "om_1", "chat_id": "oc_p", "chat_type": "p2p",
-            "message_type": "text", "content": big}));
-        let Some(Incoming::Message(m)) = parse(&p) else { panic!() };
+        let p = receive(
+            json!({"message_id": "om_1", "chat_id": "oc_p", "chat_type": "p2p",
+            "message_type": "text", "content": big}),
+        );
+        let Some(Incoming::Message(m)) = parse(&p) else {
+            panic!()
+        };
         assert_eq!(m.text.len(), MAX_TEXT);
     }
 }

@@ -35,8 +35,8 @@ use tokio_util::sync::CancellationToken;
 
 use self::api::{Body, Method, OpenApi};
 use self::events::{Incoming, Message};
-use self::settings::PLATFORM;
 pub use self::settings::FeishuSettings;
+use self::settings::PLATFORM;
 use crate::platform::backoff::Backoff;
 use crate::platform::error::{PlatformConfigError, PlatformError};
 use crate::platform::gate::{self, GateInput, RecentSet};
@@ -107,7 +107,12 @@ impl Shared {
     async fn bot_info(&self) -> Result<Value, PlatformError> {
         let answer = self
             .api
-            .call(Method::Get, "/open-apis/bot/v3/info", Body::None, "GET bot info")
+            .call(
+                Method::Get,
+                "/open-apis/bot/v3/info",
+                Body::None,
+                "GET bot info",
+            )
             .await?;
         Ok(answer["bot"].clone())
     }
@@ -126,7 +131,10 @@ impl Shared {
         }
         match self.bot_info().await {
             Ok(bot) => {
-                let id = bot["open_id"].as_str().filter(|i| events::is_id(i))?.to_string();
+                let id = bot["open_id"]
+                    .as_str()
+                    .filter(|i| events::is_id(i))?
+                    .to_string();
                 *lock(&self.bot_open_id) = Some(id.clone());
                 Some(id)
             }
@@ -278,7 +286,11 @@ impl std::fmt::Debug for FeishuAdapter {
 
 /// A fresh idempotency key: Feishu sends a message once per `uuid` within an hour.
 fn request_uuid() -> String {
-    format!("hermes-{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..))
+    format!(
+        "hermes-{:016x}{:016x}",
+        fastrand::u64(..),
+        fastrand::u64(..)
+    )
 }
 
 /// The extension a downloaded file gets from its MIME type.
@@ -705,7 +717,9 @@ impl PlatformAdapter for FeishuAdapter {
                 message: "malformed resource reference".into(),
             });
         };
-        if !events::is_id(message_id) || !events::is_id(key) || !matches!(api_type, "image" | "file")
+        if !events::is_id(message_id)
+            || !events::is_id(key)
+            || !matches!(api_type, "image" | "file")
         {
             return Err(PlatformError::Invalid {
                 platform: PLATFORM,

@@ -219,10 +219,19 @@ mod tests {
             ("FEISHU_REQUIRE_MENTION", "false"),
         ]);
         let s = settings("", &env).unwrap();
-        assert_eq!((s.app_id.as_str(), s.app_secret.as_str()), ("cli_a1b2c3", "s3cret"));
+        assert_eq!(
+            (s.app_id.as_str(), s.app_secret.as_str()),
+            ("cli_a1b2c3", "s3cret")
+        );
         assert_eq!(s.base_url, FEISHU_URL);
-        assert_eq!((s.encrypt_key.as_str(), s.verification_token.as_str()), ("ek", "vt"));
-        assert_eq!((s.host.as_str(), s.port, s.path.as_str()), ("127.0.0.1", 9001, "/lark"));
+        assert_eq!(
+            (s.encrypt_key.as_str(), s.verification_token.as_str()),
+            ("ek", "vt")
+        );
+        assert_eq!(
+            (s.host.as_str(), s.port, s.path.as_str()),
+            ("127.0.0.1", 9001, "/lark")
+        );
         assert_eq!(s.bot_open_id, "ou_bot");
         assert!(!s.mentions.require_mention);
         assert!(!format!("{s:?}").contains("s3cret"));
@@ -239,7 +248,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s.base_url, "http://127.0.0.1:9");
-        assert!(s.mentions.require_mention, "groups need a mention by default");
+        assert!(
+            s.mentions.require_mention,
+            "groups need a mention by default"
+        );
         assert_eq!((s.port, s.path.as_str()), (DEFAULT_PORT, DEFAULT_PATH));
     }
 
@@ -255,10 +267,7 @@ mod tests {
         assert!(e.contains("FEISHU_CONNECTION_MODE=webhook"), "{e}");
         let e = settings(
             "",
-            &[
-                ("FEISHU_APP_ID", "cli_a"),
-                ("FEISHU_APP_SECRET", "s"),
-            ],
+            &[("FEISHU_APP_ID", "cli_a"), ("FEISHU_APP_SECRET", "s")],
         )
         .unwrap_err()
         .to_string();

@@ -93,8 +93,13 @@ impl Endpoint {
 
     fn reject(&self, status: StatusCode, why: &'static str) -> Response {
         self.counters.rejected.fetch_add(1, Ordering::Relaxed);
-        self.status.error(format!("rejected a webhook delivery: {why}"));
-        (status, axum::Json(json!({"code": status.as_u16(), "msg": why}))).into_response()
+        self.status
+            .error(format!("rejected a webhook delivery: {why}"));
+        (
+            status,
+            axum::Json(json!({"code": status.as_u16(), "msg": why})),
+        )
+            .into_response()
     }
 }
 
@@ -113,7 +118,10 @@ fn header<'h>(headers: &'h HeaderMap, name: &str) -> &'h str {
 fn open(settings: &FeishuSettings, body: &[u8]) -> Result<Value, &'static str> {
     let outer: Value = serde_json::from_slice(body).map_err(|_| "the body is not JSON")?;
     let Some(encrypted) = outer.get("encrypt") else {
-        return outer.is_object().then_some(outer).ok_or("the body is not an object");
+        return outer
+            .is_object()
+            .then_some(outer)
+            .ok_or("the body is not an object");
     };
     if settings.encrypt_key.is_empty() {
         return Err("an encrypted delivery, but FEISHU_ENCRYPT_KEY is not set");
@@ -144,7 +152,10 @@ async fn receive(State(ep): State<Arc<Endpoint>>, headers: HeaderMap, body: Byte
     if payload["type"] == "url_verification" {
         // Checked before the challenge is echoed, so nobody can prove control of this URL.
         if !token_ok(payload["token"].as_str().unwrap_or_default()) {
-            return ep.reject(StatusCode::UNAUTHORIZED, "url_verification with a wrong token");
+            return ep.reject(
+                StatusCode::UNAUTHORIZED,
+                "url_verification with a wrong token",
+            );
         }
         let challenge = payload["challenge"].as_str().unwrap_or_default();
         return axum::Json(json!({"challenge": challenge})).into_response();
@@ -268,7 +279,10 @@ mod tests {
         let s = settings("test key", "");
         // The documented vector decrypts to "hello world", which is not JSON.
         assert_eq!(
-            open(&s, br#"{"encrypt":"P37w+VZImNgPEO1RBhJ6RtKl7n6zymIbEG1pReEzghk="}"#),
+            open(
+                &s,
+                br#"{"encrypt":"P37w+VZImNgPEO1RBhJ6RtKl7n6zymIbEG1pReEzghk="}"#
+            ),
             Err("the decrypted delivery is not JSON")
         );
         assert!(open(&s, br#"{"encrypt":5}"#).is_err());
