@@ -2,8 +2,8 @@
 //! (<https://open.feishu.cn/document/server-docs/event-subscription-guide/event-subscription-configure-/request-url-configuration-case>):
 //!
 //! - the body is JSON, at most 1 MiB (Python's cap; 413 over it), `{"encrypt": …}` when the
-//!   app has an Encrypt Key (decrypted with it; 400 when it cannot be, or when no key is
-//!   configured here);
+//!   app has an Encrypt Key (decrypted with it; 400 when it cannot be, when no key is
+//!   configured here, or when a plain body comes while one is);
 //! - `{"type": "url_verification", "challenge", "token"}`: answered `{"challenge"}` once the
 //!   token matches (Feishu does not sign this one: its encryption, or the token, proves it);
 //! - every other delivery must carry a valid `X-Lark-Signature` when an Encrypt Key is set,
@@ -286,6 +286,10 @@ mod tests {
             Err("the decrypted delivery is not JSON")
         );
         assert!(open(&s, br#"{"encrypt":5}"#).is_err());
+        assert_eq!(
+            open(&s, br#"{"type":"url_verification","challenge":"c"}"#),
+            Err("a plain delivery, but FEISHU_ENCRYPT_KEY is set")
+        );
         assert!(open(&s, br#"{"encrypt":"AAAA"}"#).is_err());
     }
 }
