@@ -118,6 +118,11 @@ fn header<'h>(headers: &'h HeaderMap, name: &str) -> &'h str {
 fn open(settings: &FeishuSettings, body: &[u8]) -> Result<Value, &'static str> {
     let outer: Value = serde_json::from_slice(body).map_err(|_| "the body is not JSON")?;
     let Some(encrypted) = outer.get("encrypt") else {
+        if !settings.encrypt_key.is_empty() {
+            // Feishu encrypts every delivery of an app with an Encrypt Key; a plain one is not
+            // from Feishu (and a plain challenge would otherwise be echoed unauthenticated).
+            return Err("a plain delivery, but FEISHU_ENCRYPT_KEY is set");
+        }
         return outer
             .is_object()
             .then_some(outer)
