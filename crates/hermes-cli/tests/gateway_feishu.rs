@@ -66,6 +66,11 @@ struct Rig {
 }
 
 fn start(api: &FeishuMock, model: &MockServer) -> Rig {
+    start_with(api, model, ENCRYPT_KEY)
+}
+
+/// The gateway with `encrypt_key` (empty: the verification token alone, plain events).
+fn start_with(api: &FeishuMock, model: &MockServer, encrypt_key: &str) -> Rig {
     let home = TestHome::new();
     home.write_config(&format!(
         "{}platforms:\n  feishu:\n    extra:\n      base_url: {}\n",
@@ -77,7 +82,7 @@ fn start(api: &FeishuMock, model: &MockServer) -> Rig {
         ".env",
         &format!(
             "FEISHU_APP_ID={}\nFEISHU_APP_SECRET={SECRET}\nFEISHU_CONNECTION_MODE=webhook\n\
-             FEISHU_ENCRYPT_KEY={ENCRYPT_KEY}\nFEISHU_VERIFICATION_TOKEN={VT}\n\
+             FEISHU_ENCRYPT_KEY={encrypt_key}\nFEISHU_VERIFICATION_TOKEN={VT}\n\
              FEISHU_WEBHOOK_PORT={port}\nFEISHU_ALLOWED_USERS={ANN}\n",
             fs::APP_ID
         ),
@@ -90,11 +95,14 @@ fn start(api: &FeishuMock, model: &MockServer) -> Rig {
     });
     let health = http(&addr, "GET", "/feishu/webhook", &[], "");
     assert_eq!(health.status, 200, "{health:?}");
-    assert_eq!(health.json()["encrypt_key_configured"], true);
+    assert_eq!(
+        health.json()["encrypt_key_configured"],
+        !encrypt_key.is_empty()
+    );
     Rig {
         home,
         gateway,
-        feishu: api.sender(&addr, "/feishu/webhook", ENCRYPT_KEY),
+        feishu: api.sender(&addr, "/feishu/webhook", encrypt_key),
     }
 }
 
@@ -448,4 +456,55 @@ fn feishu_images_reach_the_model_and_doctor_names_the_bot() {
         out.contains(&format!("{} ({BOT_OPEN_ID})", fs::BOT_NAME)),
         "{out}"
     );
+}
+
+#[test]
+fn feishu_plain_events_need_the_verification_token() {
+    let api = FeishuMock::start(SECRET);
+    let model = MockServer::start(Script::new(vec![Turn::text("**Plain** works.")]));
+    let rig = start_with(&api, &model, "");
+    let feishu = &rig.feishu;
+    assert_eq!(
+        feishu.deliver(&fs::url_verification("c1", VT)).json(),
+        json!({"challenge": "c1"})
+    );
+    assert_eq!(feishu.deliver(&fs::url_verification("c2", "")).status, 401);
+    // The wrong token: refused, and the model never called.
+    let wrong = fs::text_message(
+        "not-the-token",
+        "ev-w",
+        "om_w",
+        ANN_DM,
+        false,
+        ANN,
+        "hi",
+        &[],
+    );
+    assert_eq!(feishu.deliver(&wrong).status, 401);
+    // Encrypted while no key is configured: refused.
+    let encrypted = api.sender(&feishu.addr, &feishu.path, "some-key");
+    assert_eq!(
+        encrypted
+            .deliver(&dm("ev-e", "om_e", ANN_DM, ANN, "hi"))
+            .status,
+        400
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(model.chat_request_count(), 0);
+    // The right token: answered, markdown as a post.
+    assert_eq!(
+        feishu
+            .deliver(&dm("ev-ok", "om_ok", ANN_DM, ANN, "hi"))
+            .status,
+        200
+    );
+    wait("the answer", || !sent_to(&api, ANN_DM).is_empty());
+    let sent = &sent_to(&api, ANN_DM)[0];
+    assert_eq!(sent.msg_type, "post");
+    assert_eq!(
+        sent.content,
+        json!({"zh_cn": {"content": [[{"tag": "md", "text": "**Plain** works."}]]}})
+    );
+    let (code, stderr) = rig.gateway.terminate();
+    assert_eq!(code, Some(0), "{stderr}");
 }
