@@ -513,7 +513,6 @@ impl FeishuAdapter {
                 .await;
         }
         let file_type = file_type(path);
-        let file_name = name.clone();
         let form = move || {
             let part = reqwest::multipart::Part::bytes(bytes.clone()).file_name(name.clone());
             reqwest::multipart::Form::new()
@@ -531,7 +530,6 @@ impl FeishuAdapter {
             .await?;
         let key = data["file_key"].as_str().unwrap_or_default();
         let msg_type = if file_type == "opus" { "audio" } else { "file" };
-        let _ = file_name;
         self.create(chat, msg_type, json!({"file_key": key}).to_string(), None)
             .await
     }
