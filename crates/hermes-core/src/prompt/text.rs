@@ -47,6 +47,9 @@ pub fn platform_hint(platform: &str) -> Option<&'static str> {
         "whatsapp" | "signal" => {
             "# Output\nYou are replying in a phone messenger. Keep replies short; bold, italic and code work, tables and headers do not, so use lists. Send a file by writing MEDIA:/absolute/path on its own line."
         }
+        "feishu" => {
+            "# Output\nYou are replying in Feishu (Lark). Markdown works: bold, italic, code blocks, links and tables. Send a file by writing MEDIA:/absolute/path on its own line: images show inline, .ogg/.opus audio as voice, others as attachments."
+        }
         "sms" => {
             "# Output\nYou are replying by SMS: plain text only, no markdown, as short as possible."
         }
@@ -68,6 +71,7 @@ mod tests {
     fn every_known_platform_has_a_hint_and_others_none() {
         for p in [
             "cli", "telegram", "discord", "slack", "whatsapp", "signal", "sms", "email", "cron",
+            "feishu",
         ] {
             assert!(
                 platform_hint(p).is_some_and(|h| h.starts_with("# Output\n")),

@@ -11,6 +11,7 @@ use crate::platform::PlatformAdapter;
 use crate::platform::discord::{DiscordAdapter, DiscordSettings};
 use crate::platform::email::{EmailAdapter, EmailSettings};
 use crate::platform::error::PlatformConfigError;
+use crate::platform::feishu::{FeishuAdapter, FeishuSettings};
 use crate::platform::homeassistant::{HomeAssistantAdapter, HomeAssistantSettings};
 use crate::platform::irc::{IrcAdapter, IrcSettings};
 use crate::platform::matrix::{MatrixAdapter, MatrixSettings};
@@ -86,6 +87,7 @@ fn build_one(
         "homeassistant" => Arc::new(HomeAssistantAdapter::new(
             HomeAssistantSettings::from_platform(p, env)?,
         )?),
+        "feishu" => Arc::new(FeishuAdapter::new(FeishuSettings::from_platform(p)?)?),
         "whatsapp_cloud" => Arc::new(WhatsAppCloudAdapter::new(
             WhatsAppCloudSettings::from_platform(p)?,
         )?),

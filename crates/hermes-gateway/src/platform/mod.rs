@@ -16,7 +16,8 @@
 //!   [`signal`] (a signal-cli daemon: Server-Sent Events in, JSON-RPC out),
 //!   [`whatsapp_cloud`] (Meta's webhook in, the Graph API out), [`sms`] (Twilio's signed
 //!   webhook in, its REST API out), [`homeassistant`] (state changes over its WebSocket API in,
-//!   persistent notifications out).
+//!   persistent notifications out), [`feishu`] (Feishu / Lark: encrypted, signed events to
+//!   a request URL in, the Open API out).
 //!
 //! Adapters never take the process down: `run` reconnects with backoff until shutdown, and
 //! every failure is an error value or a status entry.
@@ -27,6 +28,7 @@ pub mod discord;
 pub(crate) mod download;
 pub mod email;
 pub mod error;
+pub mod feishu;
 pub(crate) mod gate;
 pub mod homeassistant;
 pub(crate) mod http;

@@ -39,6 +39,7 @@ pub const SUPPORTED: &[&str] = &[
     "whatsapp_cloud",
     "sms",
     "homeassistant",
+    "feishu",
 ];
 
 /// Every chat platform the Python Hermes knows; the ones not in [`SUPPORTED`] are reported
@@ -433,6 +434,10 @@ fn env_enables(name: &str, env: &Environment) -> bool {
         .all(|v| env.var(v).is_some_and(|x| !x.trim().is_empty())),
         // Python's `_apply_env_overrides`: the token.
         "homeassistant" => env.var("HASS_TOKEN").is_some_and(|x| !x.trim().is_empty()),
+        // Python's `_apply_env_overrides`: the app id and the app secret.
+        "feishu" => ["FEISHU_APP_ID", "FEISHU_APP_SECRET"]
+            .iter()
+            .all(|v| env.var(v).is_some_and(|x| !x.trim().is_empty())),
         // The SMS plugin's `_is_connected`: the account SID.
         "sms" => env
             .var("TWILIO_ACCOUNT_SID")
@@ -534,6 +539,7 @@ impl PlatformSettings {
                     | "whatsapp_cloud"
                     | "sms"
                     | "homeassistant"
+                    | "feishu"
             )
         {
             enabled = true;
@@ -574,6 +580,28 @@ impl PlatformSettings {
                 ("WHATSAPP_CLOUD_WEBHOOK_PORT", "webhook_port"),
                 ("WHATSAPP_CLOUD_WEBHOOK_PATH", "webhook_path"),
                 ("WHATSAPP_CLOUD_API_VERSION", "api_version"),
+            ] {
+                if let Some(value) = env.var(var).filter(|v| !v.trim().is_empty()) {
+                    extra.insert(key.into(), Value::String(value));
+                }
+            }
+        }
+        if name == "feishu" {
+            // Python's `_apply_env_overrides` and the adapter's own reads; a set variable
+            // always counts, so a config.yaml block plus a secret in `.env` works too.
+            for (var, key) in [
+                ("FEISHU_APP_ID", "app_id"),
+                ("FEISHU_APP_SECRET", "app_secret"),
+                ("FEISHU_DOMAIN", "domain"),
+                ("FEISHU_CONNECTION_MODE", "connection_mode"),
+                ("FEISHU_ENCRYPT_KEY", "encrypt_key"),
+                ("FEISHU_VERIFICATION_TOKEN", "verification_token"),
+                ("FEISHU_WEBHOOK_HOST", "webhook_host"),
+                ("FEISHU_WEBHOOK_PORT", "webhook_port"),
+                ("FEISHU_WEBHOOK_PATH", "webhook_path"),
+                ("FEISHU_BOT_OPEN_ID", "bot_open_id"),
+                ("FEISHU_BOT_USER_ID", "bot_user_id"),
+                ("FEISHU_BOT_NAME", "bot_name"),
             ] {
                 if let Some(value) = env.var(var).filter(|v| !v.trim().is_empty()) {
                     extra.insert(key.into(), Value::String(value));

@@ -27,8 +27,12 @@
 //!   notifications).
 //! - [`twilio::TwilioMock`]: Twilio's REST API for SMS (Messages.json with Twilio's error
 //!   codes, the account) and [`twilio::TwilioWebhook`], Twilio's signed inbound requests.
+//! - [`feishu::FeishuMock`]: the Feishu / Lark Open API (tenant tokens that expire, messages,
+//!   replies, edits, recalls, resources, uploads, the bot's info, `{code, msg, data}` errors)
+//!   and [`feishu::EventSender`], Feishu's encrypted and signed event deliveries.
 
 pub mod discord;
+pub mod feishu;
 pub mod homeassistant;
 pub mod mattermost;
 pub mod prosody;

@@ -1,0 +1,46 @@
+//! The TCP listener a webhook-driven adapter (the generic webhook, WhatsApp Cloud, SMS) serves
+//! on: bound at the configured `host:port` each time the adapter (re)starts, or handed over
+//! already bound (tests bind port 0 first and read the port back), and the address it got, for
+//! callers who need to know where it listens.
+
+use std::net::SocketAddr;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+#[derive(Debug, Default)]
+pub(crate) struct ListenerSlot {
+    preset: Mutex<Option<std::net::TcpListener>>,
+    local_addr: Mutex<Option<SocketAddr>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl ListenerSlot {
+    /// Serve on `listener` instead of binding.
+    pub fn preset(&self, listener: std::net::TcpListener) {
+        *lock(&self.preset) = Some(listener);
+    }
+
+    /// Where the adapter listens, once it does.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        *lock(&self.local_addr)
+    }
+
+    /// The listener to serve on: the preset one (a clone, so a restart can take it again) or a
+    /// new one on `host:port` (`[v6]` brackets allowed). The error says what could not be done.
+    pub fn bind(&self, host: &str, port: u16) -> Result<tokio::net::TcpListener, String> {
+        let std_listener = match lock(&self.preset).as_ref() {
+            Some(l) => l.try_clone().map_err(|e| e.to_string())?,
+            None => std::net::TcpListener::bind((host.trim_matches(['[', ']']), port))
+                .map_err(|e| format!("cannot listen on {host}:{port}: {e}"))?,
+        };
+        std_listener
+            .set_nonblocking(true)
+            .map_err(|e| e.to_string())?;
+        let listener =
+            tokio::net::TcpListener::from_std(std_listener).map_err(|e| e.to_string())?;
+        *lock(&self.local_addr) = listener.local_addr().ok();
+        Ok(listener)
+    }
+}
