@@ -41,6 +41,7 @@ use crate::platform::backoff::Backoff;
 use crate::platform::error::{PlatformConfigError, PlatformError};
 use crate::platform::gate::{self, GateInput, RecentSet};
 use crate::platform::http::{self, with_rate_limit};
+use crate::platform::listener::ListenerSlot;
 use crate::platform::status::StatusCell;
 use crate::platform::types::{
     AdapterStatus, Attachment, Capabilities, ChatRef, ChatType, ConnectionState, Dialect,
@@ -272,8 +273,7 @@ impl Shared {
 pub struct FeishuAdapter {
     shared: Arc<Shared>,
     caps: Capabilities,
-    listener: Mutex<Option<std::net::TcpListener>>,
-    local_addr: Mutex<Option<SocketAddr>>,
+    listener: ListenerSlot,
 }
 
 impl std::fmt::Debug for FeishuAdapter {
@@ -368,36 +368,24 @@ impl FeishuAdapter {
                 min_edit_interval: Duration::from_secs(1),
                 progress_messages: true,
             },
-            listener: Mutex::new(None),
-            local_addr: Mutex::new(None),
+            listener: ListenerSlot::default(),
         })
     }
 
     /// Serves on an already bound listener instead of `webhook_host:webhook_port`.
     pub fn with_listener(self, listener: std::net::TcpListener) -> FeishuAdapter {
-        *lock(&self.listener) = Some(listener);
+        self.listener.preset(listener);
         self
     }
 
     /// Where the webhook listens, once it does.
     pub fn local_addr(&self) -> Option<SocketAddr> {
-        *lock(&self.local_addr)
+        self.listener.local_addr()
     }
 
     fn bind(&self) -> Result<tokio::net::TcpListener, String> {
         let s = &self.shared.settings;
-        let std_listener = match lock(&self.listener).as_ref() {
-            Some(l) => l.try_clone().map_err(|e| e.to_string())?,
-            None => std::net::TcpListener::bind((s.host.trim_matches(['[', ']']), s.port))
-                .map_err(|e| format!("cannot listen on {}:{}: {e}", s.host, s.port))?,
-        };
-        std_listener
-            .set_nonblocking(true)
-            .map_err(|e| e.to_string())?;
-        let listener =
-            tokio::net::TcpListener::from_std(std_listener).map_err(|e| e.to_string())?;
-        *lock(&self.local_addr) = listener.local_addr().ok();
-        Ok(listener)
+        self.listener.bind(&s.host, s.port)
     }
 
     /// Sends one message, as a reply when `reply_to` is given (falling back to the chat when
