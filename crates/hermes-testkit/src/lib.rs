@@ -26,6 +26,7 @@ mod mock_server;
 pub mod openai_sse;
 pub mod peers;
 pub mod platforms;
+pub mod sshd;
 mod props;
 mod respond;
 mod responses_sse;

@@ -371,9 +371,10 @@ async fn follow_detached(
             }
         }
     };
+    // The files go first: a session's end waits for the exit, then the process may end.
+    jobs.forget(&token).await;
     if let Some(job) = job.upgrade() {
         job.state(|s| s.pipe_open = false);
     }
     exit.send_replace(Some(info));
-    jobs.forget(&token).await;
 }
