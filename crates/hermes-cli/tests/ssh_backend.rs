@@ -273,7 +273,7 @@ fn per_command_overhead_of_ssh_against_local() {
     let Some(d) = sshd() else { return };
     let cwd = remote_cwd(&d);
     let home = TestHome::new();
-    let n = 50;
+    let n = 20;
     let local = time_trues(&home, "terminal:\n  backend: local\n", n);
     let ssh = time_trues(&home, &ssh_config(&d, &d.known_hosts(), &cwd), n);
     let per = |t: Duration| t.as_secs_f64() * 1000.0 / n as f64;
