@@ -103,7 +103,10 @@ fn commands_files_and_a_background_job_that_survives_a_cut_connection() {
         Turn::tool("process", json!({"action": "poll", "id": "proc_1"})),
         // sshd restarts before this turn is answered (below).
         Turn::tool("process", json!({"action": "poll", "id": "proc_1"})),
-        Turn::tool("terminal", json!({"command": "ps -eo args | grep '[s]leep 67'"})),
+        Turn::tool(
+            "terminal",
+            json!({"command": "ps -eo args | grep '[s]leep 67'"}),
+        ),
         Turn::tool("process", json!({"action": "log", "id": "proc_1"})),
         Turn::tool("read_file", json!({"path": "~/work dir/notes.txt"})),
         Turn::text("done"),
@@ -165,7 +168,10 @@ fn commands_files_and_a_background_job_that_survives_a_cut_connection() {
     assert_eq!(poll["status"], "running", "{poll}");
     assert!(*restarted.lock().unwrap());
     let poll = tool_result(&server, 5);
-    assert_eq!(poll["status"], "running", "the job died with the connection: {poll}");
+    assert_eq!(
+        poll["status"], "running",
+        "the job died with the connection: {poll}"
+    );
     let ps = tool_result(&server, 6);
     assert!(
         ps["output"].as_str().unwrap().contains("sleep 67"),
@@ -173,7 +179,10 @@ fn commands_files_and_a_background_job_that_survives_a_cut_connection() {
     );
     let log = tool_result(&server, 7).to_string();
     assert!(log.contains("started"), "{log}");
-    assert!(log.contains("after-cut"), "output after the cut is missing: {log}");
+    assert!(
+        log.contains("after-cut"),
+        "output after the cut is missing: {log}"
+    );
     let tilde = tool_result(&server, 8);
     assert_eq!(tilde["content"], "1|alpha line\n2|beta patched", "{tilde}");
 
@@ -182,12 +191,19 @@ fn commands_files_and_a_background_job_that_survives_a_cut_connection() {
     while processes().contains("sleep 67") && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert!(!processes().contains("sleep 67"), "the job outlived the session");
+    assert!(
+        !processes().contains("sleep 67"),
+        "the job outlived the session"
+    );
     let exec = remote_home.join(".hermes/exec");
     let left: Vec<_> = std::fs::read_dir(&exec)
         .map(|r| r.filter_map(Result::ok).map(|e| e.file_name()).collect())
         .unwrap_or_default();
-    assert!(left.is_empty(), "files left in {}: {left:?}", exec.display());
+    assert!(
+        left.is_empty(),
+        "files left in {}: {left:?}",
+        exec.display()
+    );
 }
 
 #[test]
@@ -210,7 +226,11 @@ fn an_unknown_host_key_is_refused_and_doctor_reports_the_connection() {
     ));
     let o = home.command(bin()).args(["-z", "go"]).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    let fix = format!("ssh-keyscan -p {} 127.0.0.1 >> {}", d.port(), empty.display());
+    let fix = format!(
+        "ssh-keyscan -p {} 127.0.0.1 >> {}",
+        d.port(),
+        empty.display()
+    );
     for n in [0, 1] {
         let r = tool_result(&server, n);
         let e = r["error"].as_str().unwrap_or_default();

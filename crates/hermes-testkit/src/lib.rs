@@ -26,11 +26,11 @@ mod mock_server;
 pub mod openai_sse;
 pub mod peers;
 pub mod platforms;
-pub mod sshd;
 mod props;
 mod respond;
 mod responses_sse;
 mod script;
+pub mod sshd;
 
 pub use child_server::ChildServer;
 pub use home::{TestHome, mock_config_yaml, test_gguf};

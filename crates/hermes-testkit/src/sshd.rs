@@ -80,7 +80,8 @@ impl Sshd {
             .map_err(|e| e.to_string())?;
         std::fs::create_dir_all(d.join("remote_home")).map_err(|e| e.to_string())?;
         let port = free_port()?;
-        let host_pub = std::fs::read_to_string(d.join("host_key.pub")).map_err(|e| e.to_string())?;
+        let host_pub =
+            std::fs::read_to_string(d.join("host_key.pub")).map_err(|e| e.to_string())?;
         let mut fields = host_pub.split_whitespace();
         let (Some(kind), Some(key)) = (fields.next(), fields.next()) else {
             return Err("unexpected host key file".into());

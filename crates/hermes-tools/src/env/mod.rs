@@ -48,7 +48,9 @@ pub enum EnvError {
     ImageMissing { image: String, detail: String },
     #[error("cannot start the container: {0}")]
     Start(String),
-    #[error("the ssh client `ssh` cannot run ({0}); install OpenSSH (apt-get install openssh-client)")]
+    #[error(
+        "the ssh client `ssh` cannot run ({0}); install OpenSSH (apt-get install openssh-client)"
+    )]
     SshMissing(String),
     #[error(
         "the host key of {host} (port {port}) is not in {known_hosts}: the connection was refused. Check the server's fingerprint, then add it with `ssh-keyscan -p {port} {host} >> {known_hosts}`"
@@ -211,8 +213,7 @@ pub trait DetachedJobs: Send + Sync + fmt::Debug {
     async fn start(&self, script: &str, workdir: &str) -> Result<(String, Stopper), EnvError>;
     /// A command that prints the job's log from byte `offset` until the job ends, then exits
     /// 0 (another status: the connection or the job's files went away).
-    async fn follow(&self, token: &str, offset: u64)
-    -> Result<tokio::process::Command, EnvError>;
+    async fn follow(&self, token: &str, offset: u64) -> Result<tokio::process::Command, EnvError>;
     /// Whether the job still runs.
     async fn status(&self, token: &str) -> Result<DetachedStatus, EnvError>;
     /// Removes the job's files once its output and status are collected.

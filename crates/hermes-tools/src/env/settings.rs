@@ -319,9 +319,18 @@ fn ssh_settings(
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty())
     };
-    let host = pick(raw.ssh_host.take().map(Scalar::into_text), "TERMINAL_SSH_HOST");
-    let user = pick(raw.ssh_user.take().map(Scalar::into_text), "TERMINAL_SSH_USER");
-    let port = pick(raw.ssh_port.take().map(Scalar::into_text), "TERMINAL_SSH_PORT");
+    let host = pick(
+        raw.ssh_host.take().map(Scalar::into_text),
+        "TERMINAL_SSH_HOST",
+    );
+    let user = pick(
+        raw.ssh_user.take().map(Scalar::into_text),
+        "TERMINAL_SSH_USER",
+    );
+    let port = pick(
+        raw.ssh_port.take().map(Scalar::into_text),
+        "TERMINAL_SSH_PORT",
+    );
     let key = pick(raw.ssh_key.take(), "TERMINAL_SSH_KEY");
     let cwd = pick(raw.ssh_cwd.take(), "TERMINAL_SSH_CWD");
     let known_hosts = pick(raw.ssh_known_hosts.take(), "TERMINAL_SSH_KNOWN_HOSTS");

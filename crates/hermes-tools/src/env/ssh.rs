@@ -221,8 +221,7 @@ impl SshClient {
                 known_hosts,
             };
         }
-        if stderr.contains("Host key verification failed") || stderr.contains("host key is known")
-        {
+        if stderr.contains("Host key verification failed") || stderr.contains("host key is known") {
             return EnvError::HostKeyUnknown {
                 host,
                 port,
@@ -436,11 +435,7 @@ impl DetachedJobs for SshJobs {
         ))
     }
 
-    async fn follow(
-        &self,
-        token: &str,
-        offset: u64,
-    ) -> Result<tokio::process::Command, EnvError> {
+    async fn follow(&self, token: &str, offset: u64) -> Result<tokio::process::Command, EnvError> {
         self.0.ensure().await?;
         Ok(self.0.command(&scripts::remote_command(
             &scripts::follow(),
@@ -677,6 +672,10 @@ mod tests {
             "s",
             None,
         );
-        assert!(c.socket.as_os_str().len() <= MAX_SOCKET_PATH, "{:?}", c.socket);
+        assert!(
+            c.socket.as_os_str().len() <= MAX_SOCKET_PATH,
+            "{:?}",
+            c.socket
+        );
     }
 }

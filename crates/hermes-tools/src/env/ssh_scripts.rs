@@ -68,7 +68,8 @@ pub(crate) fn kill() -> String {
 /// handler (so the command keeps the default dispositions) and records the exit code. Returns
 /// once the pid is recorded.
 pub(crate) fn start_detached() -> String {
-    let inner = "echo $$ > \"$0.pid\"; trap : TERM INT HUP; \"$2\" -c \"$1\"; echo $? > \"$0.exit\"";
+    let inner =
+        "echo $$ > \"$0.pid\"; trap : TERM INT HUP; \"$2\" -c \"$1\"; echo $? > \"$0.exit\"";
     format!(
         "d=\"{EXEC_DIR}\"; umask 077; mkdir -p \"$d\" || exit 1; f=\"$d/$1\"; rm -f \"$f.pid\" \"$f.exit\" \"$f.log\"; \
          cd -- \"$2\" || exit 1; s=; command -v setsid >/dev/null 2>&1 && s=setsid; \

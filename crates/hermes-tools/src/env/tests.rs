@@ -66,12 +66,9 @@ fn bad_values_are_config_errors_naming_the_key() {
         assert!(e.contains(key), "{yaml}: {e}");
     }
     // ssh needs a host; the keys fall back to TERMINAL_SSH_* (here: none set by the test).
-    let e = EnvironmentSettings::from_config_with(
-        &parsed("terminal:\n  backend: ssh\n"),
-        |_| None,
-    )
-    .unwrap_err()
-    .to_string();
+    let e = EnvironmentSettings::from_config_with(&parsed("terminal:\n  backend: ssh\n"), |_| None)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("ssh_host"), "{e}");
     for (yaml, key) in [
         ("terminal:\n  ssh_host: '-oProxyCommand=x'\n", "ssh_host"),
@@ -97,7 +94,10 @@ fn bad_values_are_config_errors_naming_the_key() {
     assert_eq!(s.backend, Backend::Ssh);
     assert_eq!(s.ssh.destination(), "deploy@env-host");
     assert_eq!(s.ssh.port, 2200);
-    assert_eq!(s.ssh.key.as_deref(), Some(std::path::Path::new("/home/me/.ssh/k")));
+    assert_eq!(
+        s.ssh.key.as_deref(),
+        Some(std::path::Path::new("/home/me/.ssh/k"))
+    );
     assert_eq!(s.ssh.cwd.as_deref(), Some("/srv"));
     for name in ["modal", "daytona", "singularity"] {
         let s = config(&format!("terminal:\n  backend: {name}\n")).unwrap();

@@ -14,18 +14,17 @@ use super::Check;
 use crate::status_cmd::Loaded;
 
 pub(super) async fn terminal_check(loaded: &Loaded) -> Check {
-    let settings = match EnvironmentSettings::from_config_with(&loaded.config, |name| {
-        loaded.env.var(name)
-    }) {
-        Ok(s) => s,
-        Err(e) => {
-            return Check::fail(
-                "terminal",
-                e.to_string(),
-                format!("terminal.backend is one of {}", Backend::CHOICES),
-            );
-        }
-    };
+    let settings =
+        match EnvironmentSettings::from_config_with(&loaded.config, |name| loaded.env.var(name)) {
+            Ok(s) => s,
+            Err(e) => {
+                return Check::fail(
+                    "terminal",
+                    e.to_string(),
+                    format!("terminal.backend is one of {}", Backend::CHOICES),
+                );
+            }
+        };
     match settings.backend {
         Backend::Local => Check::ok("terminal", "backend local: commands run on this machine"),
         Backend::Docker => docker_check(&settings.docker.binary, &settings.docker.image).await,
