@@ -31,7 +31,7 @@ pub use settings::{Backend, DockerSettings, EnvironmentSettings, SshSettings};
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum EnvError {
     #[error(
-        "terminal.backend `{0}` is not in this build yet (available: local, docker); set terminal.backend: local or docker"
+        "terminal.backend `{0}` is not in this build yet (available: local, docker, ssh); set terminal.backend: local, docker or ssh"
     )]
     NotInThisBuild(Backend),
     #[error(
