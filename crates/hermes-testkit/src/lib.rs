@@ -30,6 +30,7 @@ mod props;
 mod respond;
 mod responses_sse;
 mod script;
+pub mod sshd;
 
 pub use child_server::ChildServer;
 pub use home::{TestHome, mock_config_yaml, test_gguf};

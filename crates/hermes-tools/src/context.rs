@@ -18,6 +18,7 @@ use crate::approval::{ApprovalGate, ApprovalSettings, CommandChecker, CommandJud
 use crate::budget::IterationBudget;
 use crate::env::docker::DockerEnvironment;
 use crate::env::local::LocalEnvironment;
+use crate::env::ssh::{SshClient, SshEnvironment};
 use crate::env::{Backend, EnvError, EnvironmentSettings, ExecutionEnvironment};
 use crate::interaction::{Interaction, NonInteractive};
 use crate::process::ProcessRegistry;
@@ -240,7 +241,7 @@ fn environment_for(
     config: &Config,
     setup: &SessionTools<'_>,
 ) -> Result<Arc<dyn ExecutionEnvironment>, ConfigError> {
-    let settings = EnvironmentSettings::from_config(config)?;
+    let settings = EnvironmentSettings::from_config_with(config, |name| setup.env.var(name))?;
     match settings.backend {
         Backend::Local => Ok(Arc::new(LocalEnvironment::new(setup.cwd.clone()))),
         Backend::Docker => {
@@ -257,6 +258,19 @@ fn environment_for(
                 },
                 |name| env.var(name),
             )))
+        }
+        Backend::Ssh => {
+            let session = setup.session.id();
+            Ok(Arc::new(SshEnvironment::new(SshClient::new(
+                settings.ssh,
+                &setup.home.root().join("cache").join("ssh"),
+                if session.is_empty() {
+                    "session"
+                } else {
+                    &session
+                },
+                std::env::var("HOME").ok(),
+            ))))
         }
         other => Err(ConfigError::Invalid {
             path: config.path.clone(),

@@ -102,9 +102,13 @@ impl Tool for TerminalTool {
             workdir.display().to_string()
         } else {
             // The environment's own paths; a missing directory fails inside it.
+            ctx.environment
+                .connect()
+                .await
+                .map_err(|e| ToolError::new(e.to_string()))?;
             let cwd = ctx.environment.cwd();
             match &args.workdir {
-                Some(w) => crate::env::resolve_posix(&cwd, w),
+                Some(w) => crate::env::resolve_posix_in(&cwd, &ctx.environment.home(), w),
                 None => cwd,
             }
         };

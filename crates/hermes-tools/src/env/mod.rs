@@ -8,26 +8,30 @@
 //! inside the container) and how files are reached (the local backend keeps the guarded local
 //! file code; other backends go through the environment's shell, [`shell_fs`]).
 //!
-//! A remote backend (SSH next) implements [`ExecutionEnvironment`] the same way: a local
-//! client command that runs the script over there, and a way to signal what it started.
+//! The SSH backend implements [`ExecutionEnvironment`] the same way (the `ssh` client runs the
+//! script over there, a recorded remote pid stops it) and adds [`DetachedJobs`]: background
+//! jobs that run detached on the remote host, so they survive a dropped connection, and whose
+//! output is followed from a remote log.
 
 pub mod docker;
 pub mod local;
 pub mod settings;
 pub mod shell_fs;
+pub mod ssh;
+mod ssh_scripts;
 pub mod tools;
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use settings::{Backend, DockerSettings, EnvironmentSettings};
+pub use settings::{Backend, DockerSettings, EnvironmentSettings, SshSettings};
 
 /// Why an environment cannot run a command.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum EnvError {
     #[error(
-        "terminal.backend `{0}` is not in this build yet (available: local, docker); set terminal.backend: local or docker"
+        "terminal.backend `{0}` is not in this build yet (available: local, docker, ssh); set terminal.backend: local, docker or ssh"
     )]
     NotInThisBuild(Backend),
     #[error(
@@ -44,6 +48,32 @@ pub enum EnvError {
     ImageMissing { image: String, detail: String },
     #[error("cannot start the container: {0}")]
     Start(String),
+    #[error(
+        "the ssh client `ssh` cannot run ({0}); install OpenSSH (apt-get install openssh-client)"
+    )]
+    SshMissing(String),
+    #[error(
+        "the host key of {host} (port {port}) is not in {known_hosts}: the connection was refused. Check the server's fingerprint, then add it with `ssh-keyscan -p {port} {host} >> {known_hosts}`"
+    )]
+    HostKeyUnknown {
+        host: String,
+        port: u16,
+        known_hosts: String,
+    },
+    #[error(
+        "the host key of {host} (port {port}) does not match the one in {known_hosts} (a reinstalled server, or someone in between): the connection was refused. If the change is expected, remove the old key with `ssh-keygen -R '[{host}]:{port}' -f {known_hosts}` and add the new one after checking its fingerprint"
+    )]
+    HostKeyChanged {
+        host: String,
+        port: u16,
+        known_hosts: String,
+    },
+    #[error(
+        "{destination} refused the key ({detail}); set terminal.ssh_key to a key in the remote ~/.ssh/authorized_keys, or load one into ssh-agent"
+    )]
+    SshAuth { destination: String, detail: String },
+    #[error("cannot reach {destination} over ssh: {detail}")]
+    SshUnreachable { destination: String, detail: String },
     #[error("{0}")]
     Io(String),
 }
@@ -164,6 +194,32 @@ fn signal_name(signal: i32) -> &'static str {
     }
 }
 
+/// What became of a detached job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DetachedStatus {
+    Running,
+    /// Ended with this exit code (`128 + n` for signal n).
+    Exited(i32),
+    /// Neither running nor with a recorded exit (killed with SIGKILL, the host rebooted).
+    Lost,
+}
+
+/// Background jobs that run detached on the far side and outlive the connection: their
+/// output goes to a log there, which is followed from a byte offset and re-followed after a
+/// reconnection.
+#[async_trait::async_trait]
+pub trait DetachedJobs: Send + Sync + fmt::Debug {
+    /// Starts `script` in `workdir`; returns its token and how to stop it.
+    async fn start(&self, script: &str, workdir: &str) -> Result<(String, Stopper), EnvError>;
+    /// A command that prints the job's log from byte `offset` until the job ends, then exits
+    /// 0 (another status: the connection or the job's files went away).
+    async fn follow(&self, token: &str, offset: u64) -> Result<tokio::process::Command, EnvError>;
+    /// Whether the job still runs.
+    async fn status(&self, token: &str) -> Result<DetachedStatus, EnvError>;
+    /// Removes the job's files once its output and status are collected.
+    async fn forget(&self, token: &str);
+}
+
 /// Where the session's commands and file tools act.
 #[async_trait::async_trait]
 pub trait ExecutionEnvironment: Send + Sync + fmt::Debug {
@@ -177,8 +233,26 @@ pub trait ExecutionEnvironment: Send + Sync + fmt::Debug {
     /// The environment's working directory (relative paths start here).
     fn cwd(&self) -> String;
 
+    /// The home directory `~` stands for in paths the tools resolve.
+    fn home(&self) -> String {
+        "/root".to_string()
+    }
+
+    /// Connects, where the environment is remote, so that [`ExecutionEnvironment::cwd`] and
+    /// [`ExecutionEnvironment::home`] are the far side's and a refused connection is reported
+    /// as such before a tool runs anything.
+    async fn connect(&self) -> Result<(), EnvError> {
+        Ok(())
+    }
+
     /// A local command that runs `request.script` in the environment.
     async fn shell(&self, request: ShellRequest<'_>) -> Result<Prepared, EnvError>;
+
+    /// Background jobs that survive the client's connection (remote hosts); None: a background
+    /// job is the local child of [`ExecutionEnvironment::shell`].
+    fn detached(&self) -> Option<Arc<dyn DetachedJobs>> {
+        None
+    }
 
     /// Ends the environment at session end (a non-persistent container is removed).
     async fn shutdown(&self);
@@ -199,16 +273,21 @@ pub fn sh_quote(s: &str) -> String {
     out
 }
 
-/// `path` against the environment's `cwd` (POSIX paths; `~` is left to the shell's HOME
-/// only at the start, so it is expanded to `/root` like the container user's home).
+/// `path` against the environment's `cwd` (POSIX paths; a leading `~` is `/root`, the
+/// container user's home).
 pub fn resolve_posix(cwd: &str, path: &str) -> String {
+    resolve_posix_in(cwd, "/root", path)
+}
+
+/// `path` against `cwd`, a leading `~` standing for `home`.
+pub fn resolve_posix_in(cwd: &str, home: &str, path: &str) -> String {
     let path = path.trim();
     let joined = if path.starts_with('/') {
         path.to_string()
     } else if path == "~" {
-        "/root".to_string()
+        home.to_string()
     } else if let Some(rest) = path.strip_prefix("~/") {
-        format!("/root/{rest}")
+        format!("{}/{rest}", home.trim_end_matches('/'))
     } else if path.is_empty() || path == "." {
         cwd.to_string()
     } else {

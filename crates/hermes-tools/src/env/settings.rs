@@ -3,7 +3,7 @@
 //!
 //! ```yaml
 //! terminal:
-//!   backend: docker            # local | docker (ssh, modal, daytona, singularity: not yet)
+//!   backend: docker            # local | docker | ssh (modal, daytona, singularity: not yet)
 //!   docker_image: nikolaik/python-nodejs:python3.11-nodejs20
 //!   docker_binary: docker      # or podman (a name in PATH or a path)
 //!   docker_forward_env: []     # host variables copied into the container by name
@@ -17,10 +17,17 @@
 //!   docker_network: true       # false: --network none
 //!   docker_extra_args: []      # appended to docker run verbatim
 //!   docker_run_as_host_user: false
+//!   ssh_host: build.example.org  # the SSH backend (TERMINAL_SSH_HOST when unset)
+//!   ssh_user: deploy             # TERMINAL_SSH_USER
+//!   ssh_port: 22                 # TERMINAL_SSH_PORT
+//!   ssh_key: ~/.ssh/id_ed25519   # TERMINAL_SSH_KEY; unset: the ssh agent / default keys
+//!   ssh_cwd: /srv/work           # TERMINAL_SSH_CWD; unset: the remote user's home
+//!   ssh_known_hosts: ~/.ssh/known_hosts  # TERMINAL_SSH_KNOWN_HOSTS
 //! ```
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::path::PathBuf;
 
 use hermes_config::{Config, ConfigError};
 use serde::Deserialize;
@@ -110,11 +117,39 @@ impl Default for DockerSettings {
     }
 }
 
+/// The SSH backend's settings (Python's `ssh_host`, `ssh_user`, `ssh_port`, `ssh_key`, plus
+/// `ssh_cwd` and `ssh_known_hosts`: `terminal.cwd` is this machine's directory here).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SshSettings {
+    pub host: String,
+    /// Empty: ssh's own default (the local user name, or `~/.ssh/config`).
+    pub user: String,
+    pub port: u16,
+    /// The private key; None: the agent and ssh's default keys.
+    pub key: Option<PathBuf>,
+    /// The remote working directory; None: the remote user's home.
+    pub cwd: Option<String>,
+    /// The known_hosts file host keys are checked against; None: `$HOME/.ssh/known_hosts`.
+    pub known_hosts: Option<PathBuf>,
+}
+
+impl SshSettings {
+    /// `user@host` (or `host`), as ssh takes it.
+    pub fn destination(&self) -> String {
+        if self.user.is_empty() {
+            self.host.clone()
+        } else {
+            format!("{}@{}", self.user, self.host)
+        }
+    }
+}
+
 /// The backend of a session and its settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EnvironmentSettings {
     pub backend: Backend,
     pub docker: DockerSettings,
+    pub ssh: SshSettings,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -134,6 +169,12 @@ struct RawTerminal {
     docker_network: Option<bool>,
     docker_extra_args: Option<Vec<String>>,
     docker_run_as_host_user: Option<bool>,
+    ssh_host: Option<Scalar>,
+    ssh_user: Option<Scalar>,
+    ssh_port: Option<Scalar>,
+    ssh_key: Option<String>,
+    ssh_cwd: Option<String>,
+    ssh_known_hosts: Option<String>,
 }
 
 /// A `docker_env` value: YAML gives numbers and booleans where the user meant text.
@@ -158,15 +199,25 @@ impl Scalar {
 }
 
 impl EnvironmentSettings {
-    /// Reads the `terminal` section. An unknown backend is a config error naming the choices.
+    /// Reads the `terminal` section (the `TERMINAL_SSH_*` variables of this process where a
+    /// key is unset). An unknown backend is a config error naming the choices.
     pub fn from_config(config: &Config) -> Result<EnvironmentSettings, ConfigError> {
-        let raw: RawTerminal = config.section("terminal")?;
+        EnvironmentSettings::from_config_with(config, |name| std::env::var(name).ok())
+    }
+
+    /// [`EnvironmentSettings::from_config`] with the variables from `var` (the home's `.env`
+    /// over the process's).
+    pub fn from_config_with(
+        config: &Config,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<EnvironmentSettings, ConfigError> {
+        let mut raw: RawTerminal = config.section("terminal")?;
         let invalid = |key: &str, message: String| ConfigError::Invalid {
             path: config.path.clone(),
             key: format!("terminal.{key}"),
             message,
         };
-        let name = raw.backend.unwrap_or_default();
+        let name = raw.backend.take().unwrap_or_default();
         let backend = Backend::parse(&name).ok_or_else(|| {
             invalid(
                 "backend",
@@ -177,6 +228,8 @@ impl EnvironmentSettings {
                 ),
             )
         })?;
+        let ssh = ssh_settings(&mut raw, &var, backend == Backend::Ssh)
+            .map_err(|(key, message)| invalid(key, message))?;
         let d = DockerSettings::default();
         let image = raw.docker_image.map(|s| s.trim().to_string());
         if image.as_deref() == Some("") {
@@ -227,6 +280,7 @@ impl EnvironmentSettings {
         }
         Ok(EnvironmentSettings {
             backend,
+            ssh,
             docker: DockerSettings {
                 image: image.unwrap_or(d.image),
                 binary: raw
@@ -249,6 +303,83 @@ impl EnvironmentSettings {
                 run_as_host_user: raw.docker_run_as_host_user.unwrap_or(d.run_as_host_user),
             },
         })
+    }
+}
+
+/// The `ssh_*` keys (each falling back to its `TERMINAL_SSH_*` variable). `required`: the
+/// backend is ssh, so a host is needed. Errors name the key.
+fn ssh_settings(
+    raw: &mut RawTerminal,
+    var: &impl Fn(&str) -> Option<String>,
+    required: bool,
+) -> Result<SshSettings, (&'static str, String)> {
+    let pick = |value: Option<String>, name: &str| -> Option<String> {
+        value
+            .or_else(|| var(name))
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    };
+    let host = pick(
+        raw.ssh_host.take().map(Scalar::into_text),
+        "TERMINAL_SSH_HOST",
+    );
+    let user = pick(
+        raw.ssh_user.take().map(Scalar::into_text),
+        "TERMINAL_SSH_USER",
+    );
+    let port = pick(
+        raw.ssh_port.take().map(Scalar::into_text),
+        "TERMINAL_SSH_PORT",
+    );
+    let key = pick(raw.ssh_key.take(), "TERMINAL_SSH_KEY");
+    let cwd = pick(raw.ssh_cwd.take(), "TERMINAL_SSH_CWD");
+    let known_hosts = pick(raw.ssh_known_hosts.take(), "TERMINAL_SSH_KNOWN_HOSTS");
+    let host = host.unwrap_or_default();
+    if required && host.is_empty() {
+        return Err((
+            "ssh_host",
+            "terminal.backend is ssh but no host is set (terminal.ssh_host or TERMINAL_SSH_HOST)"
+                .into(),
+        ));
+    }
+    // Anything that would reach ssh's argument list as an option is refused.
+    if host.starts_with('-') || host.chars().any(|c| c.is_whitespace() || c == '@') {
+        return Err(("ssh_host", format!("`{host}` is not a host name")));
+    }
+    let user = user.unwrap_or_default();
+    if user.starts_with('-') || user.chars().any(|c| c.is_whitespace() || c == '@') {
+        return Err(("ssh_user", format!("`{user}` is not a user name")));
+    }
+    let port = match port {
+        None => 22,
+        Some(p) => match p.parse::<u16>() {
+            Ok(n) if n > 0 => n,
+            _ => return Err(("ssh_port", format!("`{p}` is not a port (1-65535)"))),
+        },
+    };
+    if let Some(cwd) = &cwd
+        && !cwd.starts_with('/')
+    {
+        return Err((
+            "ssh_cwd",
+            format!("`{cwd}` must be an absolute path on the remote host"),
+        ));
+    }
+    Ok(SshSettings {
+        host,
+        user,
+        port,
+        key: key.map(|k| expand_home(&k, var)),
+        cwd,
+        known_hosts: known_hosts.map(|k| expand_home(&k, var)),
+    })
+}
+
+/// `~/x` against `$HOME` (this machine's paths).
+fn expand_home(path: &str, var: &impl Fn(&str) -> Option<String>) -> PathBuf {
+    match (path.strip_prefix("~/"), var("HOME")) {
+        (Some(rest), Some(home)) if !home.is_empty() => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(path),
     }
 }
 

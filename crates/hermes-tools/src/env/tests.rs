@@ -9,9 +9,11 @@ use super::shell_fs::{self, GrepMode, Read, ShellFs};
 use super::*;
 
 fn config(yaml: &str) -> Result<EnvironmentSettings, hermes_config::ConfigError> {
-    let config =
-        Config::from_yaml(Path::new("/h/config.yaml"), yaml, &Environment::default()).unwrap();
-    EnvironmentSettings::from_config(&config)
+    EnvironmentSettings::from_config_with(&parsed(yaml), |_| None)
+}
+
+fn parsed(yaml: &str) -> Config {
+    Config::from_yaml(Path::new("/h/config.yaml"), yaml, &Environment::default()).unwrap()
 }
 
 #[test]
@@ -63,7 +65,41 @@ fn bad_values_are_config_errors_naming_the_key() {
         let e = config(yaml).unwrap_err().to_string();
         assert!(e.contains(key), "{yaml}: {e}");
     }
-    for name in ["ssh", "modal", "daytona", "singularity"] {
+    // ssh needs a host; the keys fall back to TERMINAL_SSH_* (here: none set by the test).
+    let e = EnvironmentSettings::from_config_with(&parsed("terminal:\n  backend: ssh\n"), |_| None)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("ssh_host"), "{e}");
+    for (yaml, key) in [
+        ("terminal:\n  ssh_host: '-oProxyCommand=x'\n", "ssh_host"),
+        ("terminal:\n  ssh_host: h\n  ssh_port: 70000\n", "ssh_port"),
+        ("terminal:\n  ssh_host: h\n  ssh_cwd: rel\n", "ssh_cwd"),
+        ("terminal:\n  ssh_host: h\n  ssh_user: '-l x'\n", "ssh_user"),
+    ] {
+        let e = config(yaml).unwrap_err().to_string();
+        assert!(e.contains(key), "{yaml}: {e}");
+    }
+    let vars = |name: &str| match name {
+        "TERMINAL_SSH_HOST" => Some("env-host".to_string()),
+        "TERMINAL_SSH_PORT" => Some("2200".to_string()),
+        "TERMINAL_SSH_KEY" => Some("~/.ssh/k".to_string()),
+        "HOME" => Some("/home/me".to_string()),
+        _ => None,
+    };
+    let s = EnvironmentSettings::from_config_with(
+        &parsed("terminal:\n  backend: ssh\n  ssh_user: deploy\n  ssh_cwd: /srv\n"),
+        vars,
+    )
+    .unwrap();
+    assert_eq!(s.backend, Backend::Ssh);
+    assert_eq!(s.ssh.destination(), "deploy@env-host");
+    assert_eq!(s.ssh.port, 2200);
+    assert_eq!(
+        s.ssh.key.as_deref(),
+        Some(std::path::Path::new("/home/me/.ssh/k"))
+    );
+    assert_eq!(s.ssh.cwd.as_deref(), Some("/srv"));
+    for name in ["modal", "daytona", "singularity"] {
         let s = config(&format!("terminal:\n  backend: {name}\n")).unwrap();
         assert_eq!(s.backend.as_str(), name);
         assert!(

@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use super::resolve_posix;
+use super::resolve_posix_in;
 use super::shell_fs::{self, GrepMode, Read, ShellFs};
 use crate::patch::{PatchArgs, replace_args, replace_result, replace_text};
 use crate::{ToolContext, ToolError, ToolResult};
@@ -15,15 +15,21 @@ fn fs(ctx: &ToolContext) -> ShellFs {
     ShellFs::new(ctx.environment.clone())
 }
 
-fn resolve(ctx: &ToolContext, path: &str) -> String {
-    resolve_posix(&ctx.environment.cwd(), path)
+/// `path` in the environment: connected first, so that the working directory and `~` are the
+/// far side's (and a refused connection is the tool's error).
+async fn resolve(ctx: &ToolContext, path: &str) -> Result<String, ToolError> {
+    let env = &ctx.environment;
+    env.connect()
+        .await
+        .map_err(|e| ToolError::new(e.to_string()))?;
+    Ok(resolve_posix_in(&env.cwd(), &env.home(), path))
 }
 
 /// Sniffed for NUL bytes, as the local reader does.
 const SNIFF_BYTES: usize = 8 * 1024;
 
 pub async fn read_file(ctx: &ToolContext, path: &str, offset: usize, limit: usize) -> ToolResult {
-    let path = resolve(ctx, path);
+    let path = resolve(ctx, path).await?;
     match fs(ctx).read(&path).await? {
         Read::Missing => Err(ToolError::new(format!("file not found: {path}"))),
         Read::Special => Err(ToolError::new(format!(
@@ -58,7 +64,7 @@ pub async fn read_file(ctx: &ToolContext, path: &str, offset: usize, limit: usiz
 }
 
 pub async fn write_file(ctx: &ToolContext, path: &str, content: &str) -> ToolResult {
-    let path = resolve(ctx, path);
+    let path = resolve(ctx, path).await?;
     let fs = fs(ctx);
     let created = match fs.read(&path).await {
         Ok(Read::Directory(_)) => return Err(ToolError::new(format!("{path} is a directory"))),
@@ -81,7 +87,7 @@ pub(crate) async fn patch(args: &PatchArgs, ctx: &ToolContext) -> ToolResult {
         )));
     }
     let (shown, old, new) = replace_args(args)?;
-    let path = resolve(ctx, shown);
+    let path = resolve(ctx, shown).await?;
     let fs = fs(ctx);
     let before = match fs.read(&path).await? {
         Read::File { size, bytes } => {
@@ -118,7 +124,7 @@ pub struct RemoteSearch<'a> {
 }
 
 pub async fn search(ctx: &ToolContext, q: RemoteSearch<'_>) -> ToolResult {
-    let root = resolve(ctx, q.path);
+    let root = resolve(ctx, q.path).await?;
     let fs = fs(ctx);
     if matches!(fs.read_kind(&root).await?, Read::Missing) {
         return Err(ToolError::new(format!("path not found: {root}")));

@@ -1,9 +1,11 @@
 //! One background job: the child (`bash -c`, own process group, stdin piped, stdout and stderr
-//! merged into one pipe) and the task that collects its output and its exit status.
+//! merged into one pipe) and the task that collects its output and its exit status. In an
+//! environment with [`DetachedJobs`] (SSH) the job runs detached on the far side instead and
+//! the task follows its remote log, again after a dropped connection, until it has ended.
 
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -12,7 +14,7 @@ use tokio::sync::watch;
 
 use super::buffer::OutputBuffer;
 use crate::ToolError;
-use crate::env::{ExecutionEnvironment, Stopper};
+use crate::env::{DetachedJobs, DetachedStatus, ExecutionEnvironment, Stopper};
 use crate::sandbox::Sandbox;
 use crate::secrets::ChildEnv;
 use crate::terminal::{Spawned, spawn_shell};
@@ -80,6 +82,9 @@ impl Job {
         env: &ChildEnv,
         sandbox: Option<&Sandbox>,
     ) -> Result<Arc<Job>, ToolError> {
+        if let Some(jobs) = environment.detached() {
+            return Job::start_detached(id, jobs, command, workdir).await;
+        }
         let Spawned {
             mut child,
             pipe,
@@ -107,6 +112,38 @@ impl Job {
             super::track_group(pgid, true);
         }
         tokio::spawn(collect(job.clone(), child, pipe, tx));
+        Ok(job)
+    }
+
+    /// A job detached on the far side: no local child, no stdin; its output comes from
+    /// following the remote log.
+    async fn start_detached(
+        id: String,
+        jobs: Arc<dyn DetachedJobs>,
+        command: &str,
+        workdir: &str,
+    ) -> Result<Arc<Job>, ToolError> {
+        let (token, stopper) = jobs
+            .start(command, workdir)
+            .await
+            .map_err(|e| ToolError::new(e.to_string()))?;
+        let (tx, rx) = watch::channel(None);
+        let job = Arc::new(Job {
+            id,
+            command: command.to_string(),
+            cwd: PathBuf::from(workdir),
+            pid: None,
+            stopper,
+            started: Instant::now(),
+            state: Mutex::new(JobState {
+                pipe_open: true,
+                ..JobState::default()
+            }),
+            exit: rx,
+            stdin: tokio::sync::Mutex::new(None),
+            pending_line: Mutex::new(String::new()),
+        });
+        tokio::spawn(follow_detached(Arc::downgrade(&job), jobs, token, tx));
         Ok(job)
     }
 
@@ -267,4 +304,77 @@ async fn collect(
         }
     }
     job.forget_group();
+}
+
+/// Longest wait between reconnection attempts while the far side is unreachable.
+const MAX_BACKOFF: Duration = Duration::from_secs(10);
+
+/// Follows a detached job's log from where the last follow stopped until the job has ended
+/// and all of its output is read, reconnecting (with backoff) when the connection drops.
+/// Ends early when the job is forgotten (its session is gone).
+async fn follow_detached(
+    job: Weak<Job>,
+    jobs: Arc<dyn DetachedJobs>,
+    token: String,
+    exit: watch::Sender<Option<ExitInfo>>,
+) {
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut backoff = Duration::from_millis(500);
+    let info = loop {
+        let Some(strong) = job.upgrade() else { return };
+        let offset = strong.state(|s| s.output.end()).unwrap_or(0);
+        let mut drained = false;
+        if let Ok(mut command) = jobs.follow(&token, offset).await {
+            command
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .kill_on_drop(true);
+            if let Ok(mut child) = command.spawn() {
+                if let Some(mut out) = child.stdout.take() {
+                    while let Ok(n) = out.read(&mut buf).await {
+                        if n == 0 {
+                            break;
+                        }
+                        strong.state(|s| s.output.push(&buf[..n]));
+                        backoff = Duration::from_millis(500);
+                    }
+                }
+                drained = child.wait().await.is_ok_and(|s| s.success());
+            }
+        }
+        drop(strong);
+        match jobs.status(&token).await {
+            Ok(DetachedStatus::Exited(code)) if drained => {
+                break if code > 128 {
+                    ExitInfo {
+                        code: None,
+                        signal: Some(code - 128),
+                    }
+                } else {
+                    ExitInfo {
+                        code: Some(code),
+                        signal: None,
+                    }
+                };
+            }
+            Ok(DetachedStatus::Lost) => {
+                break ExitInfo {
+                    code: None,
+                    signal: None,
+                };
+            }
+            // The connection dropped (or the job ended while it was down: one more follow
+            // reads the rest); unreachable: try again later.
+            Ok(DetachedStatus::Exited(_)) | Ok(DetachedStatus::Running) | Err(_) => {
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+        }
+    };
+    // The files go first: a session's end waits for the exit, then the process may end.
+    jobs.forget(&token).await;
+    if let Some(job) = job.upgrade() {
+        job.state(|s| s.pipe_open = false);
+    }
+    exit.send_replace(Some(info));
 }

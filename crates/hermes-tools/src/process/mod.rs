@@ -137,6 +137,12 @@ impl ProcessRegistry {
             job.signal(libc::SIGKILL).await;
             job.forget_group();
         }
+        // A detached (remote) job reports its exit once its follower has collected the rest
+        // and removed its remote files: give that a bounded moment before the session ends.
+        let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+        for job in &live {
+            let _ = tokio::time::timeout_at(deadline, job.wait_exit()).await;
+        }
         live.len()
     }
 }
