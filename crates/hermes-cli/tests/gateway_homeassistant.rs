@@ -9,7 +9,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::gateway::Gateway;
 use common::*;
@@ -18,14 +18,6 @@ use hermes_testkit::{MockServer, Script, TestHome, Turn};
 use serde_json::{Value, json};
 
 const TOKEN: &str = "ha-long-lived-token";
-
-fn wait(what: &str, cond: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 fn home_for(ha: &HomeAssistantMock, model: &MockServer, token: &str) -> TestHome {
     let home = TestHome::new();

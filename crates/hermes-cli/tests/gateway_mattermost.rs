@@ -10,7 +10,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::gateway::Gateway;
 use common::*;
@@ -21,14 +21,6 @@ use serde_json::Value;
 const TOKEN: &str = "mm-bot-token";
 const ANN: &str = "annuserid0000000000000000a";
 const BOB: &str = "bobuserid0000000000000000b";
-
-fn wait(what: &str, cond: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 fn start(mm: &MattermostMock, model: &MockServer, extra_env: &str) -> (TestHome, Gateway) {
     let home = TestHome::new();

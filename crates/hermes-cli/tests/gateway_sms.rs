@@ -10,8 +10,7 @@
 
 mod common;
 
-use std::net::TcpListener;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::Engine;
 use common::gateway::Gateway;
@@ -26,22 +25,6 @@ const ANN: &str = "+447700900123";
 const BOB: &str = "+447700900456";
 /// What the user entered in Twilio's console (and what Twilio signs).
 const PUBLIC_URL: &str = "https://hermes.example.com/webhooks/twilio";
-
-fn wait(what: &str, cond: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn home_for(twilio: &TwilioMock, model: &MockServer, port: u16) -> TestHome {
     let home = TestHome::new();

@@ -1,11 +1,12 @@
 //! Helpers shared by the binary's integration tests: the binary, running it in a test home
-//! (with or without stdin), and its output as text.
+//! (with or without stdin), its output as text, waiting for a condition, a free loopback port.
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Write;
 use std::path::Path;
 use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
 
 use hermes_testkit::TestHome;
 
@@ -48,4 +49,22 @@ pub fn stdout(o: &Output) -> String {
 
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Waits up to 30 s for `cond`, polling every 20 ms; fails the test naming `what`.
+pub fn wait(what: &str, cond: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A loopback port free right now (bound, then released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
