@@ -1,9 +1,15 @@
 //! A running `hermes gateway --port 0` for the binary's tests: started in a test home, its
-//! address read from its first line, stopped with SIGTERM (or killed when dropped).
+//! address read from its first line, stopped with SIGTERM (or killed when dropped). Its stdout
+//! is read on a thread of its own, so waiting for a line that never comes fails the test after
+//! a minute instead of hanging it.
 
 use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, ChildStderr, ChildStdout, Stdio};
+use std::process::{Child, ChildStderr, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+/// How long a test waits for the gateway's next line.
+const LINE_WAIT: Duration = Duration::from_secs(60);
 
 use hermes_testkit::TestHome;
 
@@ -13,8 +19,9 @@ use super::bin;
 pub struct Gateway {
     pub child: Child,
     pub addr: String,
-    /// Kept open: a gateway whose stdout is closed would fail its later lines.
-    stdout: BufReader<ChildStdout>,
+    /// The lines of its stdout, read to the end (a gateway whose stdout is closed would fail
+    /// its later lines).
+    lines: mpsc::Receiver<String>,
     stderr: Option<ChildStderr>,
 }
 
@@ -28,9 +35,18 @@ impl Gateway {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut line = String::new();
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        stdout.read_line(&mut line).unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines() {
+                let Ok(line) = line else { break };
+                // Read on after the test stops listening: the gateway keeps its stdout.
+                let _ = tx.send(line);
+            }
+        });
+        let line = lines
+            .recv_timeout(LINE_WAIT)
+            .expect("the gateway printed nothing within a minute");
         let addr = line
             .trim()
             .strip_prefix("API server listening on http://")
@@ -39,17 +55,18 @@ impl Gateway {
             .to_string();
         Gateway {
             stderr: child.stderr.take(),
-            stdout,
+            lines,
             child,
             addr,
         }
     }
 
-    /// The next line the gateway prints (blocks until it does).
+    /// The next line the gateway prints (waits at most a minute for it).
     pub fn next_line(&mut self) -> String {
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).unwrap();
-        line.trim_end().to_string()
+        match self.lines.recv_timeout(LINE_WAIT) {
+            Ok(line) => line.trim_end().to_string(),
+            Err(_) => panic!("the gateway printed no further line within a minute"),
+        }
     }
 
     /// Sends SIGTERM and waits (at most 15 s) for the exit; returns the code and stderr.
