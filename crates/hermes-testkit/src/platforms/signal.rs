@@ -470,7 +470,7 @@ impl SignalService {
                     .collect();
                 rpc_result(&id, Value::Array(list))
             }
-            _ => rpc_error(&id, -32601, "Method not implemented"),
+            _ => rpc_error(&id, -32601, "Method not found"),
         }
     }
 
