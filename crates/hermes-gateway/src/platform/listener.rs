@@ -6,6 +6,12 @@
 use std::net::SocketAddr;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use tokio_util::sync::CancellationToken;
+
+use crate::platform::backoff::Backoff;
+use crate::platform::status::StatusCell;
+use crate::platform::types::ConnectionState;
+
 #[derive(Debug, Default)]
 pub(crate) struct ListenerSlot {
     preset: Mutex<Option<std::net::TcpListener>>,
@@ -42,5 +48,29 @@ impl ListenerSlot {
             tokio::net::TcpListener::from_std(std_listener).map_err(|e| e.to_string())?;
         *lock(&self.local_addr) = listener.local_addr().ok();
         Ok(listener)
+    }
+
+    /// [`bind`](Self::bind), retried with `backoff` while it fails (each failure shown in
+    /// `status` as reconnecting); `None` once `shutdown` is cancelled.
+    pub async fn bind_retrying(
+        &self,
+        host: &str,
+        port: u16,
+        status: &StatusCell,
+        backoff: &mut Backoff,
+        shutdown: &CancellationToken,
+    ) -> Option<tokio::net::TcpListener> {
+        loop {
+            match self.bind(host, port) {
+                Ok(listener) => return Some(listener),
+                Err(e) => {
+                    status.set_state(ConnectionState::Reconnecting);
+                    status.error(e);
+                    if !backoff.wait(shutdown).await {
+                        return None;
+                    }
+                }
+            }
+        }
     }
 }

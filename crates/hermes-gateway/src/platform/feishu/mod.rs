@@ -383,11 +383,6 @@ impl FeishuAdapter {
         self.listener.local_addr()
     }
 
-    fn bind(&self) -> Result<tokio::net::TcpListener, String> {
-        let s = &self.shared.settings;
-        self.listener.bind(&s.host, s.port)
-    }
-
     /// Sends one message, as a reply when `reply_to` is given (falling back to the chat when
     /// the message replied to is gone); its id.
     async fn create(
@@ -538,16 +533,18 @@ impl PlatformAdapter for FeishuAdapter {
         let mut backoff = Backoff::transient();
         while !shutdown.is_cancelled() {
             status.set_state(ConnectionState::Connecting);
-            let listener = match self.bind() {
-                Ok(l) => l,
-                Err(e) => {
-                    status.set_state(ConnectionState::Reconnecting);
-                    status.error(e);
-                    if !backoff.wait(&shutdown).await {
-                        break;
-                    }
-                    continue;
-                }
+            let Some(listener) = self
+                .listener
+                .bind_retrying(
+                    &self.shared.settings.host,
+                    self.shared.settings.port,
+                    &status,
+                    &mut backoff,
+                    &shutdown,
+                )
+                .await
+            else {
+                break;
             };
             let shared = Arc::clone(&self.shared);
             let endpoint = Arc::new(webhook::Endpoint::new(

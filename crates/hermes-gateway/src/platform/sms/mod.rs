@@ -113,10 +113,6 @@ impl SmsAdapter {
         self.listener.local_addr()
     }
 
-    fn bind(&self) -> Result<tokio::net::TcpListener, String> {
-        self.listener.bind(&self.settings.host, self.settings.port)
-    }
-
     fn account_url(&self, rest: &str) -> String {
         format!(
             "{}/Accounts/{}{rest}",
@@ -209,16 +205,18 @@ impl PlatformAdapter for SmsAdapter {
         let mut backoff = Backoff::transient();
         while !shutdown.is_cancelled() {
             self.status.set_state(ConnectionState::Connecting);
-            let listener = match self.bind() {
-                Ok(l) => l,
-                Err(e) => {
-                    self.status.set_state(ConnectionState::Reconnecting);
-                    self.status.error(e);
-                    if !backoff.wait(&shutdown).await {
-                        break;
-                    }
-                    continue;
-                }
+            let Some(listener) = self
+                .listener
+                .bind_retrying(
+                    &self.settings.host,
+                    self.settings.port,
+                    &self.status,
+                    &mut backoff,
+                    &shutdown,
+                )
+                .await
+            else {
+                break;
             };
             let endpoint = Arc::new(webhook::Endpoint::new(
                 self.settings.clone(),

@@ -476,11 +476,6 @@ impl WebhookAdapter {
         self.listener.local_addr()
     }
 
-    fn bind(&self) -> Result<tokio::net::TcpListener, String> {
-        let s = &self.shared.settings;
-        self.listener.bind(&s.host, s.port)
-    }
-
     async fn callback(&self, info: &DeliveryInfo, text: &str) -> Result<(), PlatformError> {
         let url = info
             .extra
@@ -608,16 +603,18 @@ impl PlatformAdapter for WebhookAdapter {
         let mut backoff = Backoff::transient();
         while !shutdown.is_cancelled() {
             status.set_state(ConnectionState::Connecting);
-            let listener = match self.bind() {
-                Ok(l) => l,
-                Err(e) => {
-                    status.set_state(ConnectionState::Reconnecting);
-                    status.error(e);
-                    if !backoff.wait(&shutdown).await {
-                        break;
-                    }
-                    continue;
-                }
+            let Some(listener) = self
+                .listener
+                .bind_retrying(
+                    &self.shared.settings.host,
+                    self.shared.settings.port,
+                    &status,
+                    &mut backoff,
+                    &shutdown,
+                )
+                .await
+            else {
+                break;
             };
             let endpoint = Arc::new(Endpoint {
                 shared: Arc::clone(&self.shared),

@@ -288,10 +288,6 @@ impl WhatsAppCloudAdapter {
         self.listener.local_addr()
     }
 
-    fn bind(&self) -> Result<tokio::net::TcpListener, String> {
-        self.listener.bind(&self.settings.host, self.settings.port)
-    }
-
     /// One message, rate limits waited out within the configured cap.
     async fn post(&self, body: Value) -> Result<String, PlatformError> {
         let id =
@@ -394,16 +390,18 @@ impl PlatformAdapter for WhatsAppCloudAdapter {
         let mut backoff = Backoff::transient();
         while !shutdown.is_cancelled() {
             self.status.set_state(ConnectionState::Connecting);
-            let listener = match self.bind() {
-                Ok(l) => l,
-                Err(e) => {
-                    self.status.set_state(ConnectionState::Reconnecting);
-                    self.status.error(e);
-                    if !backoff.wait(&shutdown).await {
-                        break;
-                    }
-                    continue;
-                }
+            let Some(listener) = self
+                .listener
+                .bind_retrying(
+                    &self.settings.host,
+                    self.settings.port,
+                    &self.status,
+                    &mut backoff,
+                    &shutdown,
+                )
+                .await
+            else {
+                break;
             };
             let last_ids = Arc::clone(&self.last_ids);
             let endpoint = Arc::new(webhook::Endpoint::new(
