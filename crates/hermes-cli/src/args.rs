@@ -73,6 +73,8 @@ pub enum Command {
     Completion(crate::completion_cmd::CompletionArgs),
     /// Serve the Agent Client Protocol on stdin/stdout, for editors (Zed, ...).
     Acp,
+    /// The kanban board shared by all profiles: tasks, links, comments, the dispatcher.
+    Kanban(crate::kanban_cmd::KanbanArgs),
 }
 
 #[derive(Debug, Args)]

@@ -175,6 +175,17 @@ pub async fn run(common: &CommonArgs, args: &GatewayArgs) -> Result<ExitCode, Cl
         Some(format!("http://{addr}/v1")),
         shutdown.clone(),
     )));
+    let kanban: hermes_kanban::KanbanSettings = config
+        .section("kanban")
+        .map_err(|e| CliError::config(e.to_string()))?;
+    background.push(tokio::spawn(chat::kanban::run(
+        hermes_kanban::kanban_root(home.root()),
+        kanban,
+        std::env::current_exe()
+            .map_err(|e| CliError::runtime(format!("cannot find the hermes executable: {e}")))?,
+        directory.clone(),
+        shutdown.clone(),
+    )));
     let delivery = Arc::new(chat::delivery::CronDelivery::new(directory, &config.raw));
     background.push(tokio::spawn(chat::scheduler::run(
         runtime.clone(),

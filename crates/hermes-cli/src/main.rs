@@ -14,6 +14,7 @@ mod gateway_cmd;
 mod gateway_service;
 mod interaction;
 mod json_out;
+mod kanban_cmd;
 mod logging;
 mod login_cmd;
 mod mcp_cmd;
@@ -124,6 +125,9 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         (None, Some(Command::Memory(memory))) => memory_cmd::run(&cli.common, memory),
         (None, Some(Command::Skills(skills))) => {
             runtime.block_on(skills_cmd::run(&cli.common, skills))
+        }
+        (None, Some(Command::Kanban(kanban))) => {
+            runtime.block_on(kanban_cmd::run(&cli.common, kanban))
         }
         (None, Some(Command::Curator(curator))) => {
             runtime.block_on(curator_cmd::run(&cli.common, curator))

@@ -40,11 +40,11 @@ fn completion_scripts_for_each_shell() {
 #[test]
 fn python_only_commands_say_so_and_typos_get_clap_suggestions() {
     let home = TestHome::new();
-    let o = run(&home, &["kanban", "list"]);
+    let o = run(&home, &["insights", "--days", "7"]);
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(
         stderr(&o),
-        "hermes: `hermes kanban` is not in this build (the Python Hermes has it); `hermes --help` lists the commands this one has\n"
+        "hermes: `hermes insights` is not in this build (the Python Hermes has it); `hermes --help` lists the commands this one has\n"
     );
     let flagged = run(&home, &["-m", "some-model", "dashboard"]);
     assert_eq!(flagged.status.code(), Some(2));

@@ -100,7 +100,8 @@ impl Runtime {
     ) -> Result<Runtime, SessionError> {
         let memory_settings = MemorySettings::from_config(&config)?;
         let web = hermes_web::WebTools::new(&config, &env, &home);
-        let shared = SharedTools::new(&home, &memory_settings, web);
+        let kanban: hermes_kanban::KanbanSettings = config.section("kanban")?;
+        let shared = SharedTools::new(&home, &memory_settings, web, kanban.auto_subscribe_on_create);
         Ok(Runtime {
             inner: Arc::new(Inner {
                 home,
@@ -243,6 +244,11 @@ impl Runtime {
         let registry = self.inner.shared.registry(skills.clone());
         // A chat platform also sends messages (`send_message`, when its frontend offers it)
         // and schedules jobs the gateway runs (`cronjob`), unless its toolsets are explicit.
+        // A worker the kanban dispatcher started always gets its task tools, whatever its
+        // profile's toolsets (as in Python).
+        if hermes_kanban::WorkerScope::from_env().is_some() && !toolsets.iter().any(|t| t == "kanban") {
+            toolsets.push("kanban".to_string());
+        }
         if matches!(spec.platform, Platform::Gateway(_)) && source == "toolsets" {
             for extra in ["messaging", "cronjob"] {
                 let offered = registry

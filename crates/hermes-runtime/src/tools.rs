@@ -154,7 +154,12 @@ pub fn every_tool(
     home: &HermesHome,
     memory_settings: &MemorySettings,
 ) -> (Registry, Option<Arc<MemoryStore>>) {
-    let shared = SharedTools::new(home, memory_settings, hermes_web::WebTools::for_home(home));
+    let shared = SharedTools::new(
+        home,
+        memory_settings,
+        hermes_web::WebTools::for_home(home),
+        true,
+    );
     let skills = Arc::new(Library::for_home(home, SkillSettings::default()));
     (shared.registry(skills), shared.memory)
 }
@@ -168,6 +173,9 @@ pub(crate) struct SharedTools {
     pub(crate) memory: Option<Arc<MemoryStore>>,
     /// The web tools: shared ones built once, a browser of its own for each session.
     web: hermes_web::WebTools,
+    /// The `kanban_*` tools: a worker's (scoped to its task, when the dispatcher started this
+    /// process) or an orchestrator's.
+    kanban: Vec<Arc<dyn Tool>>,
     /// Tools a frontend adds for all its sessions (the gateway's `send_message`).
     extra: std::sync::Mutex<Vec<Arc<dyn Tool>>>,
 }
@@ -177,6 +185,7 @@ impl SharedTools {
         home: &HermesHome,
         memory_settings: &MemorySettings,
         web: hermes_web::WebTools,
+        kanban_auto_subscribe: bool,
     ) -> SharedTools {
         let memory = memory_settings.enabled().then(|| {
             Arc::new(MemoryStore::new(
@@ -194,6 +203,7 @@ impl SharedTools {
                 .map(|store| Arc::new(MemoryTool::new(store.clone())) as Arc<dyn Tool>),
             memory,
             web,
+            kanban: kanban_tools(home, kanban_auto_subscribe),
             extra: std::sync::Mutex::new(Vec::new()),
         }
     }
@@ -227,6 +237,9 @@ impl SharedTools {
         if let Some(tool) = &self.memory_tool {
             registry.register(tool.clone());
         }
+        for tool in &self.kanban {
+            registry.register(tool.clone());
+        }
         if let Ok(extra) = self.extra.lock() {
             for tool in extra.iter() {
                 registry.register(tool.clone());
@@ -234,6 +247,27 @@ impl SharedTools {
         }
         registry
     }
+}
+
+/// The kanban tools of this process: scoped to one task when the dispatcher started it as a
+/// worker (`HERMES_KANBAN_TASK`), else an orchestrator's (offered when `kanban` is among the
+/// session's toolsets). The author is the profile (`HERMES_PROFILE`, else the home's).
+fn kanban_tools(home: &HermesHome, auto_subscribe: bool) -> Vec<Arc<dyn Tool>> {
+    let scope = match hermes_kanban::WorkerScope::from_env() {
+        Some(worker) => hermes_kanban::Scope::Worker(worker),
+        None => hermes_kanban::Scope::Orchestrator,
+    };
+    let author = std::env::var("HERMES_PROFILE")
+        .ok()
+        .filter(|p| !p.trim().is_empty())
+        .or_else(|| home.profile_name())
+        .unwrap_or_else(|| "default".into());
+    hermes_kanban::kanban_tools(
+        hermes_kanban::kanban_root(home.root()),
+        scope,
+        author,
+        auto_subscribe,
+    )
 }
 
 /// The tools of a cron session: without `cronjob` (a job must not schedule more jobs) and

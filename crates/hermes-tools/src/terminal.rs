@@ -21,7 +21,7 @@ use crate::output::{strip_ansi, truncate_middle};
 use crate::sandbox::{Sandbox, SandboxState};
 use crate::{Tool, ToolContext, ToolError, ToolResult, paths};
 use capture::BoundedCapture;
-pub(crate) use process_group::signal_group;
+pub use process_group::signal_group;
 
 /// Characters of output the model gets; 40 % from the head, 60 % from the tail.
 pub const MAX_OUTPUT_CHARS: usize = 50_000;

@@ -3,7 +3,8 @@
 //!
 //! 1. identity (`$HERMES_HOME/SOUL.md`, else the built-in one);
 //! 2. how to use tools, with the "act now" rule for model families that need it;
-//! 3. memory guidance (when the `memory` tool is offered);
+//! 3. memory guidance (when the `memory` tool is offered), the kanban protocol (when the
+//!    kanban tools are);
 //! 4. the skills index (names and one-line descriptions, when skills are installed);
 //! 5. the project's context file (`AGENTS.md`, ...);
 //! 6. the platform's display rules;
@@ -74,6 +75,13 @@ pub fn build(inputs: &PromptInputs<'_>) -> String {
             guidance.push_str(text::SESSION_SEARCH_HINT);
         }
         layers.push(guidance);
+    }
+    if has("kanban_show") {
+        layers.push(if has("kanban_list") {
+            text::KANBAN_ORCHESTRATOR_GUIDANCE.to_string()
+        } else {
+            text::KANBAN_WORKER_GUIDANCE.to_string()
+        });
     }
     if let Some(index) = inputs.skills_index.map(str::trim).filter(|s| !s.is_empty()) {
         layers.push(index.to_string());

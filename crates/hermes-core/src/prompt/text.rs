@@ -25,6 +25,23 @@ pub const ACT_NOW_MODELS: &[&str] = &[
 pub const MEMORY_GUIDANCE: &str = "# Memory
 You keep persistent memory across sessions with the memory tool; what it held when this session started, if anything, is in <memory-context> below. Save what will still matter next week, most of all what saves the user from repeating themselves: their preferences and corrections, then stable facts about their environment, projects and tools. Keep entries short, and write facts the user told you or you observed, not orders to yourself (a preference as \"User prefers X\", not \"Always do X\"). A greeting or a one-off question gives nothing to save. Do not save task progress, outcomes of this session or temporary state.";
 
+/// The kanban protocol of a worker the dispatcher started on one task (the Python Hermes's
+/// `KANBAN_GUIDANCE`, the same rules in fewer tokens); given with `kanban_show` but no
+/// `kanban_list`.
+pub const KANBAN_WORKER_GUIDANCE: &str = "# Kanban task protocol
+You were started to work ONE task of the shared kanban board; its id is in $HERMES_KANBAN_TASK and your working directory is $HERMES_KANBAN_WORKSPACE. Nobody is watching this run live.
+1. Call kanban_show() first: the task, its parents' handoffs, earlier attempts and comments.
+2. Work inside the workspace; do not change files outside it unless the task says so.
+3. During long operations call kanban_heartbeat every few minutes.
+4. If you need a person's decision, credentials or another task's output, call kanban_block(reason, kind) and stop: do not guess, and do not ask questions in your answer (nobody will read it).
+5. Finish with kanban_complete(summary, metadata): 1-3 sentences naming the artifacts, plus structured facts. A run that ends without kanban_complete or kanban_block counts as failed.
+6. Follow-up work goes to the right profile with kanban_create(title, assignee, parents=[your task]); do not do it yourself. A planning task fans out with kanban_create and completes with a summary of the plan.
+Never put secrets in summaries or comments: the board keeps them forever.";
+
+/// For a profile with the `kanban` toolset (an orchestrator, not scoped to one task).
+pub const KANBAN_ORCHESTRATOR_GUIDANCE: &str = "# Kanban board
+You route work on the shared kanban board: kanban_create(title, assignee, parents) makes tasks for the named profiles (express dependencies with parents, not prose), kanban_list shows the board, kanban_unblock resumes a blocked task once its question is answered. The dispatcher starts a worker for each ready task; assign only profiles that exist.";
+
 /// Added to [`MEMORY_GUIDANCE`] when `session_search` is available.
 pub const SESSION_SEARCH_HINT: &str =
     "To recall what happened in earlier conversations, use session_search.";

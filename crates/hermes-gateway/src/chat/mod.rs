@@ -16,6 +16,7 @@ pub mod ask;
 pub mod auth;
 pub mod commands;
 pub mod delivery;
+pub mod kanban;
 pub mod media;
 pub mod routes;
 pub mod scheduler;

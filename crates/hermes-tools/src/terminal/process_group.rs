@@ -2,7 +2,7 @@
 //! SIGTERM, grace, SIGKILL sequence is [`crate::env::Stopper::terminate`]).
 
 #[allow(unsafe_code)]
-pub(crate) fn signal_group(pgid: u32, signal: i32) {
+pub fn signal_group(pgid: u32, signal: i32) {
     let Ok(pgid) = libc::pid_t::try_from(pgid) else {
         return;
     };
