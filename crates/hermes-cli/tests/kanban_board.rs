@@ -304,10 +304,11 @@ fn a_killed_worker_is_detected_and_the_task_runs_again() {
     assert_eq!(spawned_ids(&dispatch(&home)), vec![id.clone()]);
     wait("the worker's model call", || hung.load(Ordering::SeqCst));
     let pid = show(&home, &id)["runs"][0]["worker_pid"].as_i64().unwrap();
-    let killed = std::process::Command::new("kill").args(["-KILL", &format!("-{pid}")]).status().unwrap();
+    let killed = std::process::Command::new("kill").args(["-KILL", "--", &format!("-{pid}")]).status().unwrap();
     assert!(killed.success());
-    wait("the worker gone", || !std::path::Path::new(&format!("/proc/{pid}")).exists() || {
-        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "))
+    wait("the worker gone", || {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"));
+        stat.is_err() || stat.is_ok_and(|s| s.contains(") Z "))
     });
 
     // The next pass sees the worker gone, puts the task back and starts it again.
