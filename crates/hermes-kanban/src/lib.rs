@@ -13,6 +13,7 @@
 //!   prompt states with them is hermes-core's `prompt::text::KANBAN_*`).
 
 pub mod board;
+pub mod chat;
 pub mod context;
 pub mod dispatch;
 pub mod heartbeat;
@@ -46,3 +47,6 @@ pub fn kanban_root(home: &std::path::Path) -> std::path::PathBuf {
     }
     home.to_path_buf()
 }
+
+#[cfg(test)]
+mod tests;

@@ -106,6 +106,13 @@ impl Repl {
             "reasoning" => self.reasoning(args),
             "skills" => self.list_skills(),
             "cron" => self.cron_jobs(),
+            "kanban" => {
+                let root = hermes_kanban::kanban_root(self.session.runtime().home().root());
+                let text = hermes_kanban::chat::run(&root, args, "user");
+                for line in text.lines() {
+                    self.say(line);
+                }
+            }
             "reload-mcp" => self.reload_mcp().await,
             _ => self.not_in_this_build(command),
         }

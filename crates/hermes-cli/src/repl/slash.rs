@@ -234,6 +234,14 @@ pub const COMMANDS: &[Command] = &[
         "List the skills; /<skill-name> [request] runs one",
     ),
     cmd(
+        "kanban",
+        &[],
+        "[list|show ID|unblock ID answer|...]",
+        Arg::Text,
+        Group::Tools,
+        "The task board shared by all profiles (`hermes kanban` does more)",
+    ),
+    cmd(
         "cron",
         &[],
         "",

@@ -1,7 +1,8 @@
 //! Slash commands in chats (the Python Hermes's gateway set): `/new` and `/reset` start a new
 //! conversation, `/stop` interrupts the running turn, `/model [name]` shows or switches the
 //! model, `/usage`, `/title [name]`, `/compress [focus]`, `/skills` and `/<skill> [request]`,
-//! `/approve [session|always]` and `/deny` answer a pending approval, `/status`, `/help`.
+//! `/approve [session|always]` and `/deny` answer a pending approval, `/status`, `/kanban ...`
+//! (the task board), `/help`.
 //! `/cmd@botname` is the same command. An unknown `/word` is said to the agent as it is.
 
 use hermes_llm::Overrides;
@@ -25,6 +26,8 @@ pub enum Command {
     Deny,
     Status,
     Help,
+    /// `/kanban ...`: the board (list, show, comment, unblock, ...).
+    Kanban(String),
     /// `/<word> [request]`: a skill, if one has that command name (else the text goes to the
     /// agent).
     Other {
@@ -62,6 +65,7 @@ pub fn parse(text: &str) -> Option<Command> {
         "deny" | "no" => Command::Deny,
         "status" => Command::Status,
         "help" | "start" => Command::Help,
+        "kanban" => Command::Kanban(args.to_string()),
         _ => Command::Other {
             word,
             rest: args.to_string(),
@@ -79,6 +83,7 @@ const HELP: &str = "Commands:
 /skills — what I know how to do; /<skill> [request] runs one
 /approve [session|always], /deny — answer an approval request
 /status — what I'm running on
+/kanban — the task board: list, show ID, unblock ID [answer], ...
 A message sent while I work interrupts me, and I answer it next.";
 
 impl Worker {
@@ -204,6 +209,14 @@ impl Worker {
                     ),
                     Err(e) => return self.fail(&e).await,
                 };
+                self.say(&text).await;
+            }
+            Command::Kanban(args) => {
+                let root = hermes_kanban::kanban_root(self.shared.runtime.home().root());
+                let author = self.key.clone();
+                let text = tokio::task::spawn_blocking(move || hermes_kanban::chat::run(&root, &args, &author))
+                    .await
+                    .unwrap_or_else(|e| format!("⚠️ {e}"));
                 self.say(&text).await;
             }
             Command::Other { word, rest } => {
