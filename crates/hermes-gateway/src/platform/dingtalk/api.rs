@@ -41,7 +41,8 @@ pub(crate) struct OpenApi {
     token: Mutex<Option<(String, Instant)>>,
 }
 
-/// An error answer as a [`PlatformError`]: 401/403 are the credentials, 429 a rate limit.
+/// An error answer as a [`PlatformError`]: 401/403 and the codes of refused credentials
+/// (`invalidClientIdOrSecret` comes with a 400) are the credentials, 429 a rate limit.
 fn classify(what: &str, status: u16, body: &[u8]) -> PlatformError {
     let v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
     let code = v["code"].as_str().unwrap_or_default();
@@ -50,7 +51,16 @@ fn classify(what: &str, status: u16, body: &[u8]) -> PlatformError {
         .map(str::to_string)
         .unwrap_or_else(|| String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned());
     let message = format!("{what}: {code} {message}").trim().to_string();
+    let credentials = matches!(
+        code,
+        "invalidClientIdOrSecret" | "InvalidAuthentication" | "invalidAppKeyOrSecret"
+    );
     match status {
+        _ if credentials => PlatformError::Unauthorized {
+            platform: PLATFORM,
+            hint: "DINGTALK_CLIENT_ID / DINGTALK_CLIENT_SECRET",
+            message,
+        },
         401 | 403 => PlatformError::Unauthorized {
             platform: PLATFORM,
             hint: "DINGTALK_CLIENT_ID / DINGTALK_CLIENT_SECRET",
@@ -213,6 +223,12 @@ mod tests {
         );
         assert!(matches!(e, PlatformError::Unauthorized { .. }), "{e}");
         assert!(e.to_string().contains("InvalidAuthentication"));
+        let e = classify(
+            "POST x",
+            400,
+            br#"{"code":"invalidClientIdOrSecret","message":"bad"}"#,
+        );
+        assert!(matches!(e, PlatformError::Unauthorized { .. }), "{e}");
         let e = classify("POST x", 400, b"oops");
         assert!(e.to_string().contains("oops"), "{e}");
     }
