@@ -47,7 +47,14 @@ fn start(api: &DingTalkMock, model: &MockServer, secret: &str, env: &str) -> (Te
     (home, gateway)
 }
 
-fn msg(id: &str, conversation: &str, group: bool, staff: &str, text: &str, at: bool) -> UserMessage {
+fn msg(
+    id: &str,
+    conversation: &str,
+    group: bool,
+    staff: &str,
+    text: &str,
+    at: bool,
+) -> UserMessage {
     UserMessage {
         msg_id: id.into(),
         conversation_id: conversation.into(),
@@ -82,12 +89,7 @@ fn dingtalk_stream_dm_pairing_groups_long_answers_and_reconnects() {
         Turn::text("Still here."),
         Turn::text("And again."),
     ]));
-    let (home, gateway) = start(
-        &api,
-        &model,
-        SECRET,
-        "DINGTALK_REQUIRE_MENTION=true\n",
-    );
+    let (home, gateway) = start(&api, &model, SECRET, "DINGTALK_REQUIRE_MENTION=true\n");
     wait("the stream connection", || api.connected());
 
     // Registered with the app's credentials, for the robot's topic.
@@ -132,7 +134,10 @@ fn dingtalk_stream_dm_pairing_groups_long_answers_and_reconnects() {
     assert!(api.acks().contains(&json!({
         "code": 200, "headers": {"contentType": "application/json", "messageId": "frame-msgAnn1"},
         "message": "OK", "data": "{\"response\":null}"})));
-    assert_eq!(last_user(&model.last_chat_request().unwrap())["content"], "hi");
+    assert_eq!(
+        last_user(&model.last_chat_request().unwrap())["content"],
+        "hi"
+    );
 
     // Redelivered: answered once.
     assert!(api.send_message(&msg("msgAnn1", ANN_DM, false, ANN, "hi", false)));
@@ -146,7 +151,11 @@ fn dingtalk_stream_dm_pairing_groups_long_answers_and_reconnects() {
             .iter()
             .any(|t| t.contains("pairing code is"))
     });
-    assert_eq!(model.chat_request_count(), 1, "a stranger reached the model");
+    assert_eq!(
+        model.chat_request_count(),
+        1,
+        "a stranger reached the model"
+    );
     let text = api.texts_to(BOB_DM)[0].clone();
     let code: String = text
         .split("pairing code is ")
@@ -166,7 +175,11 @@ fn dingtalk_stream_dm_pairing_groups_long_answers_and_reconnects() {
     // A group with require_mention: nothing without the @mention, an answer with it.
     api.send_message(&msg("msgG1", GROUP, true, ANN, "just chatting", false));
     std::thread::sleep(Duration::from_millis(400));
-    assert_eq!(model.chat_request_count(), 2, "an unaddressed group message reached the model");
+    assert_eq!(
+        model.chat_request_count(),
+        2,
+        "an unaddressed group message reached the model"
+    );
     api.send_message(&msg("msgG2", GROUP, true, ANN, "hello bot", true));
     wait("the group answer", || {
         api.texts_to(GROUP).iter().any(|t| t == "Hi group.")
@@ -182,13 +195,19 @@ fn dingtalk_stream_dm_pairing_groups_long_answers_and_reconnects() {
     };
     wait("the long answer", || parts().len() >= 2);
     let parts = parts();
-    assert!(parts.iter().all(|p| p.chars().count() <= 20_000), "{}", parts.len());
+    assert!(
+        parts.iter().all(|p| p.chars().count() <= 20_000),
+        "{}",
+        parts.len()
+    );
     assert_eq!(parts.concat().matches('a').count(), 15000);
     assert_eq!(parts.concat().matches('b').count(), 15000);
 
     // The connection drops: a new ticket, a new connection, and messages flow again.
     api.drop_connection();
-    wait("a new connection", || api.connections() == 2 && api.connected());
+    wait("a new connection", || {
+        api.connections() == 2 && api.connected()
+    });
     api.send_message(&msg("msgAnn3", ANN_DM, false, ANN, "still there?", false));
     wait("the answer after the drop", || {
         api.texts_to(ANN_DM).iter().any(|t| t == "Still here.")
@@ -198,7 +217,11 @@ fn dingtalk_stream_dm_pairing_groups_long_answers_and_reconnects() {
     wait("the connection after disconnect", || {
         api.connections() == 3 && api.connected()
     });
-    assert!(api.acks().iter().any(|a| a["headers"]["messageId"] == "sys-disconnect"));
+    assert!(
+        api.acks()
+            .iter()
+            .any(|a| a["headers"]["messageId"] == "sys-disconnect")
+    );
     api.send_message(&msg("msgAnn4", ANN_DM, false, ANN, "and now?", false));
     wait("the answer after disconnect", || {
         api.texts_to(ANN_DM).iter().any(|t| t == "And again.")
@@ -233,7 +256,16 @@ fn dingtalk_cron_goes_through_the_robot_api_and_bad_credentials_are_named() {
     );
     let added = run(
         &home,
-        &["cron", "add", "1m", "report please", "--name", "report", "--deliver", &format!("dingtalk:{HOME_GROUP}")],
+        &[
+            "cron",
+            "add",
+            "1m",
+            "report please",
+            "--name",
+            "report",
+            "--deliver",
+            &format!("dingtalk:{HOME_GROUP}"),
+        ],
     );
     assert!(added.status.success(), "{added:?}");
     let jobs_path = home.hermes_home().join("cron/jobs.json");
@@ -261,7 +293,10 @@ fn dingtalk_cron_goes_through_the_robot_api_and_bad_credentials_are_named() {
     let param: Value = serde_json::from_str(sent.body["msgParam"].as_str().unwrap()).unwrap();
     assert_eq!(param["title"], "Hermes");
     assert!(
-        param["text"].as_str().unwrap().contains("Daily report: all good."),
+        param["text"]
+            .as_str()
+            .unwrap()
+            .contains("Daily report: all good."),
         "{param}"
     );
     let token = api
@@ -269,21 +304,31 @@ fn dingtalk_cron_goes_through_the_robot_api_and_bad_credentials_are_named() {
         .into_iter()
         .find(|r| r.path == "/v1.0/oauth2/accessToken")
         .unwrap();
-    assert_eq!(token.body, json!({"appKey": dt::CLIENT_ID, "appSecret": SECRET}));
+    assert_eq!(
+        token.body,
+        json!({"appKey": dt::CLIENT_ID, "appSecret": SECRET})
+    );
     let (code, stderr) = gateway.terminate();
     assert_eq!(code, Some(0), "{stderr}");
 
     let doctor = run(&home, &["doctor"]);
     let out = stdout(&doctor);
     assert!(
-        out.contains(&format!("app {} (robot {}) on 127.0.0.1:", dt::CLIENT_ID, dt::CLIENT_ID)),
+        out.contains(&format!(
+            "app {} (robot {}) on 127.0.0.1:",
+            dt::CLIENT_ID,
+            dt::CLIENT_ID
+        )),
         "{out}"
     );
 
     // Wrong credentials: the stream is refused, and doctor names the variables to check.
     home.write_file(
         ".env",
-        &format!("DINGTALK_CLIENT_ID={}\nDINGTALK_CLIENT_SECRET=wrong\n", dt::CLIENT_ID),
+        &format!(
+            "DINGTALK_CLIENT_ID={}\nDINGTALK_CLIENT_SECRET=wrong\n",
+            dt::CLIENT_ID
+        ),
     );
     let doctor = run(&home, &["doctor"]);
     let out = stdout(&doctor);
@@ -298,12 +343,18 @@ fn dingtalk_cron_goes_through_the_robot_api_and_bad_credentials_are_named() {
     wait("the refused registration", || {
         api.requests()
             .iter()
-            .filter(|r| r.path == "/v1.0/gateway/connections/open" && r.body["clientSecret"] == "wrong")
+            .filter(|r| {
+                r.path == "/v1.0/gateway/connections/open" && r.body["clientSecret"] == "wrong"
+            })
             .count()
             >= 1
     });
     std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(api.connections(), before, "a connection without valid credentials");
+    assert_eq!(
+        api.connections(),
+        before,
+        "a connection without valid credentials"
+    );
     let (code, stderr) = gateway.terminate();
     assert_eq!(code, Some(0), "{stderr}");
 }

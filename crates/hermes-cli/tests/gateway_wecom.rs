@@ -108,7 +108,10 @@ fn wecom_callbacks_crypto_pairing_tokens_long_answers_and_restarts() {
 
     // The URL check: the decrypted echostr with the right signature, 403 otherwise.
     let echo = wecom.verify_url("5927782489442352469");
-    assert_eq!((echo.status, echo.body.as_str()), (200, "5927782489442352469"));
+    assert_eq!(
+        (echo.status, echo.body.as_str()),
+        (200, "5927782489442352469")
+    );
     let forged_check = http(
         &wecom.addr,
         "GET",
@@ -137,17 +140,30 @@ fn wecom_callbacks_crypto_pairing_tokens_long_answers_and_restarts() {
         json!({"touser": ANN, "msgtype": "text", "agentid": wc::AGENT_ID,
                "text": {"content": "Hello Zhang"}, "safe": 0})
     );
-    assert_eq!(last_user(&model.last_chat_request().unwrap())["content"], "hi");
+    assert_eq!(
+        last_user(&model.last_chat_request().unwrap())["content"],
+        "hi"
+    );
 
     // Retried by WeCom: answered once. Forged, unsigned, or for another corp: refused.
     wecom.deliver(&wc::text_xml(wc::CORP_ID, ANN, "7000000000000000001", "hi"));
-    let (body, _) = wecom.envelope(&wc::text_xml(wc::CORP_ID, ANN, "7000000000000000002", "rm -rf ~"));
+    let (body, _) = wecom.envelope(&wc::text_xml(
+        wc::CORP_ID,
+        ANN,
+        "7000000000000000002",
+        "rm -rf ~",
+    ));
     assert_eq!(wecom.deliver_raw(&body, &"0".repeat(40)).status, 400);
     assert_eq!(wecom.deliver_raw(&body, "").status, 400);
     let foreign = sender(rig.port, "ww_another_corp");
     assert_eq!(
         foreign
-            .deliver(&wc::text_xml("ww_another_corp", ANN, "7000000000000000003", "x"))
+            .deliver(&wc::text_xml(
+                "ww_another_corp",
+                ANN,
+                "7000000000000000003",
+                "x"
+            ))
             .status,
         400
     );
@@ -162,16 +178,36 @@ fn wecom_callbacks_crypto_pairing_tokens_long_answers_and_restarts() {
         400
     );
     // Entering the app is acknowledged and starts nothing.
-    assert_eq!(wecom.deliver(&wc::event_xml(wc::CORP_ID, ANN, "enter_agent")).status, 200);
+    assert_eq!(
+        wecom
+            .deliver(&wc::event_xml(wc::CORP_ID, ANN, "enter_agent"))
+            .status,
+        200
+    );
     std::thread::sleep(Duration::from_millis(400));
-    assert_eq!(model.chat_request_count(), 1, "a duplicate, forgery or event reached the model");
+    assert_eq!(
+        model.chat_request_count(),
+        1,
+        "a duplicate, forgery or event reached the model"
+    );
 
     // A stranger: a pairing code, not the model; approved, the model.
-    wecom.deliver(&wc::text_xml(wc::CORP_ID, BOB, "7000000000000000010", "hello?"));
+    wecom.deliver(&wc::text_xml(
+        wc::CORP_ID,
+        BOB,
+        "7000000000000000010",
+        "hello?",
+    ));
     wait("the pairing code", || {
-        api.texts_to(BOB).iter().any(|t| t.contains("pairing code is"))
+        api.texts_to(BOB)
+            .iter()
+            .any(|t| t.contains("pairing code is"))
     });
-    assert_eq!(model.chat_request_count(), 1, "a stranger reached the model");
+    assert_eq!(
+        model.chat_request_count(),
+        1,
+        "a stranger reached the model"
+    );
     let text = api.texts_to(BOB)[0].clone();
     let code: String = text
         .split("pairing code is ")
@@ -183,13 +219,25 @@ fn wecom_callbacks_crypto_pairing_tokens_long_answers_and_restarts() {
         .collect();
     let approved = run(&rig.home, &["pairing", "approve", "wecom_callback", &code]);
     assert!(approved.status.success(), "{approved:?}");
-    wecom.deliver(&wc::text_xml(wc::CORP_ID, BOB, "7000000000000000011", "hello again"));
-    wait("Li's answer", || api.texts_to(BOB).iter().any(|t| t == "Welcome, Li."));
+    wecom.deliver(&wc::text_xml(
+        wc::CORP_ID,
+        BOB,
+        "7000000000000000011",
+        "hello again",
+    ));
+    wait("Li's answer", || {
+        api.texts_to(BOB).iter().any(|t| t == "Welcome, Li.")
+    });
 
     // The token expires: refreshed once; the long answer arrives in parts of at most 2,048
     // bytes, nothing lost.
     api.expire_token();
-    wecom.deliver(&wc::text_xml(wc::CORP_ID, ANN, "7000000000000000020", "long please"));
+    wecom.deliver(&wc::text_xml(
+        wc::CORP_ID,
+        ANN,
+        "7000000000000000020",
+        "long please",
+    ));
     let parts = || -> Vec<String> {
         api.texts_to(ANN)
             .into_iter()
@@ -202,11 +250,19 @@ fn wecom_callbacks_crypto_pairing_tokens_long_answers_and_restarts() {
         p.matches('a').count() >= 1500 && p.matches('好').count() >= 1000
     });
     let parts = parts();
-    assert!(parts.len() >= 2 && parts.iter().all(|p| p.len() <= 2048), "{:?}", parts.iter().map(String::len).collect::<Vec<_>>());
+    assert!(
+        parts.len() >= 2 && parts.iter().all(|p| p.len() <= 2048),
+        "{:?}",
+        parts.iter().map(String::len).collect::<Vec<_>>()
+    );
     let refused: Vec<Value> = api
         .sent_to(ANN)
         .into_iter()
-        .filter(|b| b["text"]["content"].as_str().is_some_and(|t| t.len() > 2048))
+        .filter(|b| {
+            b["text"]["content"]
+                .as_str()
+                .is_some_and(|t| t.len() > 2048)
+        })
         .collect();
     assert!(refused.is_empty(), "a part over the limit was sent");
     let token_fetches = api
@@ -214,14 +270,27 @@ fn wecom_callbacks_crypto_pairing_tokens_long_answers_and_restarts() {
         .iter()
         .filter(|r| r.path == "/cgi-bin/gettoken")
         .count();
-    assert_eq!(token_fetches, 2, "the token was not cached, or not refreshed");
+    assert_eq!(
+        token_fetches, 2,
+        "the token was not cached, or not refreshed"
+    );
 
     // The gateway restarts: the callback URL answers again and the conversation goes on.
-    let Rig { home, gateway, wecom, port } = rig;
+    let Rig {
+        home,
+        gateway,
+        wecom,
+        port,
+    } = rig;
     let (code, stderr) = gateway.terminate();
     assert_eq!(code, Some(0), "{stderr}");
     let gateway = start_gateway(&home, port);
-    wecom.deliver(&wc::text_xml(wc::CORP_ID, ANN, "7000000000000000030", "you there?"));
+    wecom.deliver(&wc::text_xml(
+        wc::CORP_ID,
+        ANN,
+        "7000000000000000030",
+        "you there?",
+    ));
     wait("the answer after the restart", || {
         api.texts_to(ANN).iter().any(|t| t == "Back again.")
     });
@@ -231,7 +300,11 @@ fn wecom_callbacks_crypto_pairing_tokens_long_answers_and_restarts() {
     let doctor = run(&home, &["doctor"]);
     let out = stdout(&doctor);
     assert!(
-        out.contains(&format!("agent {} of corp {} on 127.0.0.1:", wc::AGENT_ID, wc::CORP_ID)),
+        out.contains(&format!(
+            "agent {} of corp {} on 127.0.0.1:",
+            wc::AGENT_ID,
+            wc::CORP_ID
+        )),
         "{out}"
     );
 }

@@ -98,7 +98,9 @@ impl DingService {
 
     fn handle(&self, req: &MockRequest) -> MockResponse {
         let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
-        let token = req.header("x-acs-dingtalk-access-token").map(str::to_string);
+        let token = req
+            .header("x-acs-dingtalk-access-token")
+            .map(str::to_string);
         let mut st = self.shared.lock();
         st.requests.push(ApiRequest {
             method: req.method.clone(),
@@ -113,7 +115,11 @@ impl DingService {
         match (req.method.as_str(), req.path()) {
             ("POST", "/v1.0/gateway/connections/open") => {
                 if !credentials_ok(&body["clientId"], &body["clientSecret"]) {
-                    return error(401, "InvalidAuthentication", "clientId or clientSecret is invalid");
+                    return error(
+                        401,
+                        "InvalidAuthentication",
+                        "clientId or clientSecret is invalid",
+                    );
                 }
                 if !body["subscriptions"].is_array() {
                     return error(400, "MissingParameter", "subscriptions is mandatory");
@@ -128,7 +134,11 @@ impl DingService {
             }
             ("POST", "/v1.0/oauth2/accessToken") => {
                 if !credentials_ok(&body["appKey"], &body["appSecret"]) {
-                    return error(400, "invalidClientIdOrSecret", "无效的clientId或者clientSecret");
+                    return error(
+                        400,
+                        "invalidClientIdOrSecret",
+                        "无效的clientId或者clientSecret",
+                    );
                 }
                 MockResponse::json(
                     200,
@@ -143,17 +153,24 @@ impl DingService {
                     .map(|(_, v)| v)
                     .unwrap_or_default();
                 if !st.sessions.contains_key(&session) {
-                    return MockResponse::json(200, &json!({"errcode": 300001, "errmsg": "session不存在"}));
+                    return MockResponse::json(
+                        200,
+                        &json!({"errcode": 300001, "errmsg": "session不存在"}),
+                    );
                 }
                 let ok = match body["msgtype"].as_str() {
                     Some("markdown") => {
-                        body["markdown"]["title"].is_string() && body["markdown"]["text"].is_string()
+                        body["markdown"]["title"].is_string()
+                            && body["markdown"]["text"].is_string()
                     }
                     Some("text") => body["text"]["content"].is_string(),
                     _ => false,
                 };
                 if !ok {
-                    return MockResponse::json(200, &json!({"errcode": 40035, "errmsg": "缺少参数 json"}));
+                    return MockResponse::json(
+                        200,
+                        &json!({"errcode": 40035, "errmsg": "缺少参数 json"}),
+                    );
                 }
                 MockResponse::json(200, &json!({"errcode": 0, "errmsg": "ok"}))
             }
@@ -187,7 +204,11 @@ impl DingService {
                     "/v1.0/robot/messageFiles/download" => {
                         let code = body["downloadCode"].as_str().unwrap_or_default();
                         if !st.files.contains_key(code) {
-                            return error(400, "invalidParameter.downloadCode", "downloadCode is invalid");
+                            return error(
+                                400,
+                                "invalidParameter.downloadCode",
+                                "downloadCode is invalid",
+                            );
                         }
                         MockResponse::json(
                             200,
@@ -419,7 +440,12 @@ impl DingTalkMock {
 
     /// A SYSTEM `disconnect`: the client should open a new connection.
     pub fn ask_disconnect(&self) -> bool {
-        let frame = self.frame("SYSTEM", "disconnect", "sys-disconnect", &json!({"reason": "server restart"}));
+        let frame = self.frame(
+            "SYSTEM",
+            "disconnect",
+            "sys-disconnect",
+            &json!({"reason": "server restart"}),
+        );
         self.push(frame)
     }
 
@@ -464,7 +490,9 @@ impl DingTalkMock {
                         let session = r.query.iter().find(|(k, _)| k == "session")?.1.clone();
                         st.sessions.get(&session)?.clone()
                     }
-                    "/v1.0/robot/groupMessages/send" => r.body["openConversationId"].as_str()?.to_string(),
+                    "/v1.0/robot/groupMessages/send" => {
+                        r.body["openConversationId"].as_str()?.to_string()
+                    }
                     _ => return None,
                 };
                 if to != conversation_id {

@@ -29,7 +29,11 @@ pub(crate) struct Ticket {
 impl Ticket {
     /// `endpoint?ticket=…` (the ticket URL-encoded, as the SDK does).
     pub fn url(&self) -> String {
-        let sep = if self.endpoint.contains('?') { '&' } else { '?' };
+        let sep = if self.endpoint.contains('?') {
+            '&'
+        } else {
+            '?'
+        };
         let ticket: String = form_urlencoded::byte_serialize(self.ticket.as_bytes()).collect();
         format!("{}{sep}ticket={ticket}", self.endpoint)
     }

@@ -206,11 +206,7 @@ impl Shared {
             chat: ChatRef::new(PLATFORM, kind, chat_id),
             chat_name: m.conversation_title,
             message_id: m.msg_id,
-            user_id: if staff.is_empty() {
-                m.sender_id
-            } else {
-                staff
-            },
+            user_id: if staff.is_empty() { m.sender_id } else { staff },
             user_name: Some(m.sender_nick).filter(|n| !n.is_empty()),
             text: m.text,
             attachments,
@@ -377,7 +373,8 @@ impl DingTalkAdapter {
     /// Sends one part to `chat`; its id.
     async fn send_part(&self, chat: &ChatRef, text: &str) -> Result<String, PlatformError> {
         let route = lock(&self.shared.routes).map.get(&chat.chat_id).cloned();
-        let markdown = json!({"msgtype": "markdown", "markdown": {"title": "Hermes", "text": text}});
+        let markdown =
+            json!({"msgtype": "markdown", "markdown": {"title": "Hermes", "text": text}});
         if let Some((url, expires)) = route.as_ref().and_then(|r| r.webhook.clone())
             && (expires == 0 || now_ms() + WEBHOOK_MARGIN_MS < expires)
         {
@@ -392,7 +389,10 @@ impl DingTalkAdapter {
                 .map(str::to_string)
                 .unwrap_or_else(local_id)
         };
-        if let Some(route) = route.as_ref().filter(|r| !r.group && !r.staff_id.is_empty()) {
+        if let Some(route) = route
+            .as_ref()
+            .filter(|r| !r.group && !r.staff_id.is_empty())
+        {
             let answer = self
                 .shared
                 .api
@@ -480,7 +480,8 @@ impl PlatformAdapter for DingTalkAdapter {
         message: &OutboundMessage,
     ) -> Result<SentMessage, PlatformError> {
         let text = normalize_markdown(message.text.trim());
-        let parts = split::render_parts(&text, Dialect::Plain, MAX_MESSAGE, LengthUnit::Chars, true);
+        let parts =
+            split::render_parts(&text, Dialect::Plain, MAX_MESSAGE, LengthUnit::Chars, true);
         let mut ids = Vec::new();
         for part in &parts {
             ids.push(self.send_part(chat, part).await?);
@@ -623,7 +624,10 @@ mod tests {
             "Steps:\n\n1. one\n2. two\n```sh\nls\n```"
         );
         assert_eq!(normalize_markdown("1. a\n\n2. b"), "1. a\n\n2. b");
-        assert_eq!(normalize_markdown("version 1.5 is out"), "version 1.5 is out");
+        assert_eq!(
+            normalize_markdown("version 1.5 is out"),
+            "version 1.5 is out"
+        );
     }
 
     #[test]

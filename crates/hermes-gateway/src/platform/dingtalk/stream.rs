@@ -204,7 +204,11 @@ mod tests {
         assert_eq!(ack["headers"]["messageId"], "m-1");
         assert_eq!(ack["data"], r#"{"opaque":"x"}"#);
         assert!(matches!(
-            parse(&frame("SYSTEM", "disconnect", &json!({"reason": "upgrade"}))),
+            parse(&frame(
+                "SYSTEM",
+                "disconnect",
+                &json!({"reason": "upgrade"})
+            )),
             Frame::Disconnect { .. }
         ));
         assert_eq!(parse("nope"), Frame::Invalid);
@@ -236,7 +240,11 @@ mod tests {
         assert_eq!(message.text, "look");
         assert_eq!(message.media[0].download_code, "dc1");
         assert_eq!(message.conversation_id, "s");
-        let other = parse(&frame("CALLBACK", "/v1.0/card/instances/callback", &json!({})));
+        let other = parse(&frame(
+            "CALLBACK",
+            "/v1.0/card/instances/callback",
+            &json!({}),
+        ));
         assert!(matches!(other, Frame::Ack { ack } if ack.contains("404")));
     }
 }

@@ -139,7 +139,11 @@ impl Endpoint {
         (status, why).into_response()
     }
 
-    fn open(&self, q: &HashMap<String, String>, encrypted: &str) -> Result<String, crypto::CryptoError> {
+    fn open(
+        &self,
+        q: &HashMap<String, String>,
+        encrypted: &str,
+    ) -> Result<String, crypto::CryptoError> {
         let s = &self.settings;
         let arg = |k: &str| q.get(k).map(String::as_str).unwrap_or_default();
         crypto::open(
@@ -240,9 +244,7 @@ pub(crate) fn router(ep: Arc<Endpoint>) -> Router {
     if path != "/health" {
         router = router.route("/health", get(health));
     }
-    router
-        .layer(DefaultBodyLimit::max(MAX_BODY))
-        .with_state(ep)
+    router.layer(DefaultBodyLimit::max(MAX_BODY)).with_state(ep)
 }
 
 #[cfg(test)]
@@ -261,7 +263,10 @@ mod tests {
         assert_eq!(c.msg_type, "text");
         assert_eq!(c.content, "a <b> & ]");
         assert_eq!(c.msg_id, "1234567890123456");
-        assert_eq!(xml_field("<a>x &amp;lt; y</a>", "a").as_deref(), Some("x &lt; y"));
+        assert_eq!(
+            xml_field("<a>x &amp;lt; y</a>", "a").as_deref(),
+            Some("x &lt; y")
+        );
         assert_eq!(xml_field("<a>x", "a"), None);
     }
 }

@@ -92,7 +92,13 @@ pub(crate) fn open(
         .decrypt_padded_mut::<NoPadding>(&mut buf)
         .map_err(|_| CryptoError::Padding)?;
     let pad = usize::from(*plain.last().ok_or(CryptoError::Padding)?);
-    if pad == 0 || pad > PAD_BLOCK || pad > plain.len() || plain[plain.len() - pad..].iter().any(|b| usize::from(*b) != pad) {
+    if pad == 0
+        || pad > PAD_BLOCK
+        || pad > plain.len()
+        || plain[plain.len() - pad..]
+            .iter()
+            .any(|b| usize::from(*b) != pad)
+    {
         return Err(CryptoError::Padding);
     }
     let plain = &plain[..plain.len() - pad];
@@ -147,7 +153,15 @@ mod tests {
             Ok("<xml>hi</xml>".to_string())
         );
         assert_eq!(
-            open("tok", &key, "ww1", &"0".repeat(40), "1409659813", "263014780", &enc),
+            open(
+                "tok",
+                &key,
+                "ww1",
+                &"0".repeat(40),
+                "1409659813",
+                "263014780",
+                &enc
+            ),
             Err(CryptoError::Signature)
         );
         assert_eq!(

@@ -28,8 +28,8 @@ use tokio::sync::{Mutex, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use self::callback::Callback;
-pub use self::settings::WeComSettings;
 use self::settings::PLATFORM;
+pub use self::settings::WeComSettings;
 use crate::platform::backoff::Backoff;
 use crate::platform::error::{PlatformConfigError, PlatformError};
 use crate::platform::listener::ListenerSlot;
@@ -62,7 +62,13 @@ pub fn smart_robot_refusal() -> PlatformConfigError {
 
 /// The parts of an answer: at most [`MAX_TEXT_BYTES`] bytes each.
 fn parts(text: &str) -> Vec<String> {
-    let parts = split::render_parts(text, Dialect::Plain, MAX_TEXT_BYTES, LengthUnit::Chars, true);
+    let parts = split::render_parts(
+        text,
+        Dialect::Plain,
+        MAX_TEXT_BYTES,
+        LengthUnit::Chars,
+        true,
+    );
     if parts.iter().all(|p| p.len() <= MAX_TEXT_BYTES) {
         return parts;
     }
@@ -166,7 +172,11 @@ impl WeComAdapter {
     }
 
     /// Reads a WeCom answer: JSON with `errcode` 0, else an error naming it.
-    async fn answer(&self, what: &str, response: reqwest::Response) -> Result<Value, PlatformError> {
+    async fn answer(
+        &self,
+        what: &str,
+        response: reqwest::Response,
+    ) -> Result<Value, PlatformError> {
         let status = response.status().as_u16();
         let bytes = http::read_limited(PLATFORM, response, http::MAX_API_BODY).await?;
         let v: Value = serde_json::from_slice(&bytes).map_err(|_| PlatformError::Protocol {
@@ -239,7 +249,10 @@ impl WeComAdapter {
             })?
             .to_string();
         let life = Duration::from_secs(v["expires_in"].as_u64().unwrap_or(7200));
-        *cached = Some((token.clone(), Instant::now() + life.saturating_sub(TOKEN_MARGIN)));
+        *cached = Some((
+            token.clone(),
+            Instant::now() + life.saturating_sub(TOKEN_MARGIN),
+        ));
         Ok(token)
     }
 
@@ -447,7 +460,11 @@ mod tests {
     fn parts_fit_in_bytes() {
         let ascii = "a".repeat(5000);
         let p = parts(&ascii);
-        assert!(p.len() >= 3 && p.iter().all(|x| x.len() <= MAX_TEXT_BYTES), "{}", p.len());
+        assert!(
+            p.len() >= 3 && p.iter().all(|x| x.len() <= MAX_TEXT_BYTES),
+            "{}",
+            p.len()
+        );
         let wide = "好".repeat(1500);
         let p = parts(&wide);
         assert!(p.iter().all(|x| x.len() <= MAX_TEXT_BYTES));

@@ -87,9 +87,11 @@ impl WeComSettings {
         let corp_id = required("corp_id", "WECOM_CALLBACK_CORP_ID")?;
         let corp_secret = required("corp_secret", "WECOM_CALLBACK_CORP_SECRET")?;
         let agent_id = required("agent_id", "WECOM_CALLBACK_AGENT_ID")?;
-        let agent_id: i64 = agent_id
-            .parse()
-            .map_err(|_| invalid(format!("WECOM_CALLBACK_AGENT_ID must be a number, not {agent_id:?}")))?;
+        let agent_id: i64 = agent_id.parse().map_err(|_| {
+            invalid(format!(
+                "WECOM_CALLBACK_AGENT_ID must be a number, not {agent_id:?}"
+            ))
+        })?;
         let token = required("token", "WECOM_CALLBACK_TOKEN")?;
         let aes = required("encoding_aes_key", "WECOM_CALLBACK_ENCODING_AES_KEY")?;
         let aes_key = crypto::aes_key(&aes).ok_or_else(|| {
@@ -172,7 +174,10 @@ mod tests {
         let s = settings("", &env).unwrap();
         assert_eq!(s.corp_id, "ww0123456789abcdef");
         assert_eq!(s.agent_id, 1_000_002);
-        assert_eq!((s.host.as_str(), s.port, s.path.as_str()), ("0.0.0.0", 9100, DEFAULT_PATH));
+        assert_eq!(
+            (s.host.as_str(), s.port, s.path.as_str()),
+            ("0.0.0.0", 9100, DEFAULT_PATH)
+        );
         assert_eq!(s.api_url, API_URL);
         assert!(!format!("{s:?}").contains("s3cret"));
     }
@@ -186,7 +191,10 @@ mod tests {
             &[],
         )
         .unwrap();
-        assert_eq!((s.corp_id.as_str(), s.agent_id, s.path.as_str()), ("wwA", 7, "/cb"));
+        assert_eq!(
+            (s.corp_id.as_str(), s.agent_id, s.path.as_str()),
+            ("wwA", 7, "/cb")
+        );
         let mut env = base();
         env[4] = ("WECOM_CALLBACK_ENCODING_AES_KEY", "tooshort");
         let e = settings("", &env).unwrap_err().to_string();
