@@ -292,7 +292,7 @@ impl Shared {
                 return Ok(());
             }
             if let Some(message) = message
-                && let Some(event) = self.to_event(message)
+                && let Some(event) = self.to_event(*message)
             {
                 if !crate::platform::deliver(inbound, event, shutdown).await {
                     return Ok(());

@@ -20,7 +20,10 @@ pub(crate) enum Frame {
     /// Answer `ack`, then open a new connection.
     Disconnect { ack: String },
     /// Answer `ack`, then handle the robot's message.
-    Message { ack: String, message: BotMessage },
+    Message {
+        ack: String,
+        message: Box<BotMessage>,
+    },
     /// Not a frame of the protocol.
     Invalid,
 }
@@ -70,7 +73,10 @@ pub(crate) fn parse(text: &str) -> Frame {
                 .ok()
                 .and_then(|d| BotMessage::from_data(&d))
             {
-                Some(message) => Frame::Message { ack: ok, message },
+                Some(message) => Frame::Message {
+                    ack: ok,
+                    message: Box::new(message),
+                },
                 // Acknowledged all the same: DingTalk would only redeliver it.
                 None => Frame::Ack { ack: ok },
             }
