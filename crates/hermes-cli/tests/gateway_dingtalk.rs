@@ -6,7 +6,8 @@
 //! `require_mention` a group message needs the @mention; a long answer is split at 20,000
 //! characters; a dropped connection and a `disconnect` request are survived with a new ticket;
 //! a redelivered message is answered once; a proactive send goes through the robot API with an
-//! access token; wrong credentials are refused and named by `hermes doctor`.
+//! access token; a picture reaches the model through the robot's file API; wrong credentials
+//! are refused and named by `hermes doctor`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -14,6 +15,7 @@ mod common;
 
 use std::time::Duration;
 
+use base64::Engine;
 use common::gateway::Gateway;
 use common::*;
 use hermes_testkit::platforms::dingtalk::{self as dt, DingTalkMock, UserMessage};
@@ -27,6 +29,15 @@ const ANN_DM: &str = "cidAnnDm0PqRsTuVwXyZ+1==";
 const BOB_DM: &str = "cidBobDm1AbCdEfGhIjKl+2==";
 const GROUP: &str = "cidGroup2MnOpQrStUvWx+3==";
 const HOME_GROUP: &str = "cidHomeGroup7XyZ==";
+
+/// A 1x1 PNG.
+const PNG: &[u8] = &[
+    0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1F, 0x15, 0xC4,
+    0x89, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9C, 0x63, 0x00, 0x01, 0x00, 0x00,
+    0x05, 0x00, 0x01, 0x0D, 0x0A, 0x2D, 0xB4, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4E, 0x44, 0xAE,
+    0x42, 0x60, 0x82,
+];
 
 fn start(api: &DingTalkMock, model: &MockServer, secret: &str, env: &str) -> (TestHome, Gateway) {
     let home = TestHome::new();
@@ -88,6 +99,7 @@ fn dingtalk_stream_dm_pairing_groups_long_answers_and_reconnects() {
         Turn::text(&long),
         Turn::text("Still here."),
         Turn::text("And again."),
+        Turn::text("A tiny transparent square."),
     ]));
     let (home, gateway) = start(&api, &model, SECRET, "DINGTALK_REQUIRE_MENTION=true\n");
     wait("the stream connection", || api.connected());
@@ -232,6 +244,39 @@ fn dingtalk_stream_dm_pairing_groups_long_answers_and_reconnects() {
         .filter(|r| r.path == "/v1.0/gateway/connections/open")
         .count();
     assert_eq!(tickets, 3);
+
+    // A picture: fetched through the robot's file API, given to the model as an image.
+    api.add_file("dcPng1", "image/png", PNG.to_vec());
+    let mut picture = api.message_data(&msg("msgPic1", ANN_DM, false, ANN, "", false));
+    picture["msgtype"] = json!("picture");
+    picture.as_object_mut().unwrap().remove("text");
+    picture["content"] = json!({"downloadCode": "dcPng1", "pictureDownloadCode": "pdcPng1"});
+    assert!(api.send_data("frame-msgPic1", &picture));
+    wait("the picture's answer", || {
+        api.texts_to(ANN_DM)
+            .iter()
+            .any(|t| t == "A tiny transparent square.")
+    });
+    let fetch = api
+        .requests()
+        .into_iter()
+        .find(|r| r.path == "/v1.0/robot/messageFiles/download")
+        .expect("the file download");
+    assert_eq!(
+        fetch.body,
+        json!({"downloadCode": "dcPng1", "robotCode": dt::CLIENT_ID})
+    );
+    assert!(fetch.token.is_some_and(|t| t.starts_with("at-")));
+    let user = last_user(&model.last_chat_request().unwrap());
+    let parts = user["content"].as_array().unwrap();
+    assert!(
+        parts.iter().any(|p| p["image_url"]["url"]
+            == format!(
+                "data:image/png;base64,{}",
+                base64::engine::general_purpose::STANDARD.encode(PNG)
+            )),
+        "{user}"
+    );
 
     let (code, stderr) = gateway.terminate();
     assert_eq!(code, Some(0), "{stderr}");
