@@ -11,6 +11,8 @@
 //!   `<NAME>_REPLY_TO_MODE`, `<NAME>_ALLOWED_USERS`, `<NAME>_ALLOW_ALL_USERS`,
 //!   `<NAME>_ALLOW_BOTS`, `WEBHOOK_ENABLED` / `WEBHOOK_PORT` / `WEBHOOK_SECRET`,
 //!   `GATEWAY_ALLOWED_USERS`, `GATEWAY_ALLOW_ALL_USERS`.
+//! - per platform, the variables Python copies into `extra` (`FEISHU_*`, `DINGTALK_*`,
+//!   `WECOM_CALLBACK_*`, ...); Telegram and DingTalk name their group lists `*_chats`.
 //!
 //! Precedence: credentials, home channels and allowlists come from the environment when set
 //! there (as in Python, where a variable beats its `config.yaml` bridge); behaviour settings

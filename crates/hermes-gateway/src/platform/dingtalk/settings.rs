@@ -160,6 +160,32 @@ mod tests {
     }
 
     #[test]
+    fn allowlists_are_staff_ids_without_case_from_either_key() {
+        let load = |yaml: &str, env: &[(&str, &str)]| {
+            let env = Environment::isolated(env.iter().copied());
+            let config =
+                Config::from_yaml(std::path::Path::new("/h/config.yaml"), yaml, &env).unwrap();
+            PlatformsConfig::load(&config, &env)
+                .get(PLATFORM)
+                .unwrap()
+                .access
+                .allowed_users
+                .clone()
+        };
+        let mut env = BASE.to_vec();
+        env.push(("DINGTALK_ALLOWED_USERS", "Manager1234, staff9"));
+        assert_eq!(load("", &env), ["manager1234", "staff9"]);
+        // The plugin's own key, when the variable is unset.
+        assert_eq!(
+            load(
+                "platforms:\n  dingtalk:\n    extra:\n      allowed_users: [Boss01]\n",
+                BASE
+            ),
+            ["boss01"]
+        );
+    }
+
+    #[test]
     fn missing_or_bad_values_are_named() {
         let e = settings(
             "platforms:\n  dingtalk:\n    enabled: true\n    extra: {client_id: a}\n",
