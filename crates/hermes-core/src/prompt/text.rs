@@ -67,6 +67,12 @@ pub fn platform_hint(platform: &str) -> Option<&'static str> {
         "feishu" => {
             "# Output\nYou are replying in Feishu (Lark). Markdown works: bold, italic, code blocks, links and tables. Send a file by writing MEDIA:/absolute/path on its own line: images show inline, .ogg/.opus audio as voice, others as attachments."
         }
+        "dingtalk" => {
+            "# Output\nYou are replying in DingTalk. Markdown works: headers, bold, italic, lists, links and code blocks; tables may not render, so prefer lists. Files cannot be sent to DingTalk from here: give their path instead."
+        }
+        "wecom_callback" => {
+            "# Output\nYou are replying in a WeCom app chat: plain text only, markdown is shown as typed, so write without it and keep replies short. Files cannot be sent to WeCom from here: give their path instead."
+        }
         "sms" => {
             "# Output\nYou are replying by SMS: plain text only, no markdown, as short as possible."
         }
@@ -87,8 +93,18 @@ mod tests {
     #[test]
     fn every_known_platform_has_a_hint_and_others_none() {
         for p in [
-            "cli", "telegram", "discord", "slack", "whatsapp", "signal", "sms", "email", "cron",
+            "cli",
+            "telegram",
+            "discord",
+            "slack",
+            "whatsapp",
+            "signal",
+            "sms",
+            "email",
+            "cron",
             "feishu",
+            "dingtalk",
+            "wecom_callback",
         ] {
             assert!(
                 platform_hint(p).is_some_and(|h| h.starts_with("# Output\n")),

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use hermes_config::{Config, Environment};
 
 use crate::platform::PlatformAdapter;
+use crate::platform::dingtalk::{DingTalkAdapter, DingTalkSettings};
 use crate::platform::discord::{DiscordAdapter, DiscordSettings};
 use crate::platform::email::{EmailAdapter, EmailSettings};
 use crate::platform::error::PlatformConfigError;
@@ -22,6 +23,7 @@ use crate::platform::slack::{SlackAdapter, SlackSettings};
 use crate::platform::sms::{SmsAdapter, SmsSettings};
 use crate::platform::telegram::{TelegramAdapter, TelegramSettings};
 use crate::platform::webhook::{WebhookAdapter, WebhookSettings};
+use crate::platform::wecom::{WeComAdapter, WeComSettings};
 use crate::platform::whatsapp_cloud::{WhatsAppCloudAdapter, WhatsAppCloudSettings};
 use crate::platform::xmpp::{XmppAdapter, XmppSettings};
 
@@ -88,6 +90,10 @@ fn build_one(
             HomeAssistantSettings::from_platform(p, env)?,
         )?),
         "feishu" => Arc::new(FeishuAdapter::new(FeishuSettings::from_platform(p)?)?),
+        "dingtalk" => Arc::new(DingTalkAdapter::new(DingTalkSettings::from_platform(p)?)?),
+        "wecom_callback" => Arc::new(WeComAdapter::new(WeComSettings::from_platform(p)?)?),
+        // Python's Smart Robot WebSocket mode: refused with the way to callback mode.
+        "wecom" => return Err(crate::platform::wecom::smart_robot_refusal()),
         "whatsapp_cloud" => Arc::new(WhatsAppCloudAdapter::new(
             WhatsAppCloudSettings::from_platform(p)?,
         )?),
@@ -153,7 +159,7 @@ mod tests {
     #[test]
     fn enabled_platforms_become_adapters_and_problems_are_named() {
         let b = build(
-            "platforms:\n  dingtalk: {enabled: true}\n  slack: {enabled: true}\n  webhook:\n    enabled: true\n    extra:\n      routes:\n        a: {secret: s}\n        b: {prompt: x}\n",
+            "platforms:\n  weixin: {enabled: true}\n  slack: {enabled: true}\n  webhook:\n    enabled: true\n    extra:\n      routes:\n        a: {secret: s}\n        b: {prompt: x}\n",
             &[
                 ("TELEGRAM_BOT_TOKEN", "1:a"),
                 ("DISCORD_BOT_TOKEN", "d"),
@@ -169,7 +175,7 @@ mod tests {
             b.errors[0]
         );
         let warnings = b.warnings.join("\n");
-        assert!(warnings.contains("no dingtalk adapter"), "{warnings}");
+        assert!(warnings.contains("no weixin adapter"), "{warnings}");
         assert!(
             warnings.contains("route \"b\" has no HMAC secret"),
             "{warnings}"

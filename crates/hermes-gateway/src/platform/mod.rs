@@ -17,13 +17,16 @@
 //!   [`whatsapp_cloud`] (Meta's webhook in, the Graph API out), [`sms`] (Twilio's signed
 //!   webhook in, its REST API out), [`homeassistant`] (state changes over its WebSocket API in,
 //!   persistent notifications out), [`feishu`] (Feishu / Lark: encrypted, signed events to
-//!   a request URL in, the Open API out).
+//!   a request URL in, the Open API out), [`dingtalk`] (DingTalk's Stream mode WebSocket in,
+//!   session webhooks and the robot API out), [`wecom`] (a WeCom self-built app: encrypted,
+//!   signed XML callbacks in, `message/send` out).
 //!
 //! Adapters never take the process down: `run` reconnects with backoff until shutdown, and
 //! every failure is an error value or a status entry.
 
 pub mod backoff;
 mod build;
+pub mod dingtalk;
 pub mod discord;
 pub(crate) mod download;
 pub mod email;
@@ -46,6 +49,7 @@ pub mod status;
 pub mod telegram;
 pub mod types;
 pub mod webhook;
+pub mod wecom;
 pub mod whatsapp_cloud;
 pub(crate) mod ws;
 pub mod xmpp;

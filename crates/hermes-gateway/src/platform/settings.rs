@@ -11,6 +11,8 @@
 //!   `<NAME>_REPLY_TO_MODE`, `<NAME>_ALLOWED_USERS`, `<NAME>_ALLOW_ALL_USERS`,
 //!   `<NAME>_ALLOW_BOTS`, `WEBHOOK_ENABLED` / `WEBHOOK_PORT` / `WEBHOOK_SECRET`,
 //!   `GATEWAY_ALLOWED_USERS`, `GATEWAY_ALLOW_ALL_USERS`.
+//! - per platform, the variables Python copies into `extra` (`FEISHU_*`, `DINGTALK_*`,
+//!   `WECOM_CALLBACK_*`, ...); Telegram and DingTalk name their group lists `*_chats`.
 //!
 //! Precedence: credentials, home channels and allowlists come from the environment when set
 //! there (as in Python, where a variable beats its `config.yaml` bridge); behaviour settings
@@ -40,6 +42,9 @@ pub const SUPPORTED: &[&str] = &[
     "sms",
     "homeassistant",
     "feishu",
+    "dingtalk",
+    "wecom",
+    "wecom_callback",
 ];
 
 /// Every chat platform the Python Hermes knows; the ones not in [`SUPPORTED`] are reported
@@ -438,6 +443,18 @@ fn env_enables(name: &str, env: &Environment) -> bool {
         "feishu" => ["FEISHU_APP_ID", "FEISHU_APP_SECRET"]
             .iter()
             .all(|v| env.var(v).is_some_and(|x| !x.trim().is_empty())),
+        // The DingTalk plugin's `_is_connected`: the client id and the client secret.
+        "dingtalk" => ["DINGTALK_CLIENT_ID", "DINGTALK_CLIENT_SECRET"]
+            .iter()
+            .all(|v| env.var(v).is_some_and(|x| !x.trim().is_empty())),
+        // The WeCom plugin's required variables: the Smart Robot's id and secret.
+        "wecom" => ["WECOM_BOT_ID", "WECOM_SECRET"]
+            .iter()
+            .all(|v| env.var(v).is_some_and(|x| !x.trim().is_empty())),
+        // Python's `_apply_env_overrides`: the corp id and the corp secret.
+        "wecom_callback" => ["WECOM_CALLBACK_CORP_ID", "WECOM_CALLBACK_CORP_SECRET"]
+            .iter()
+            .all(|v| env.var(v).is_some_and(|x| !x.trim().is_empty())),
         // The SMS plugin's `_is_connected`: the account SID.
         "sms" => env
             .var("TWILIO_ACCOUNT_SID")
@@ -540,6 +557,9 @@ impl PlatformSettings {
                     | "sms"
                     | "homeassistant"
                     | "feishu"
+                    | "dingtalk"
+                    | "wecom"
+                    | "wecom_callback"
             )
         {
             enabled = true;
@@ -606,6 +626,35 @@ impl PlatformSettings {
                 if let Some(value) = env.var(var).filter(|v| !v.trim().is_empty()) {
                     extra.insert(key.into(), Value::String(value));
                 }
+            }
+        }
+        // DingTalk (the plugin's reads), WeCom's Smart Robot (the plugin's) and WeCom's callback
+        // mode (Python's `_apply_env_overrides`); a set variable always counts.
+        let copied: &[(&str, &str)] = match name {
+            "dingtalk" => &[
+                ("DINGTALK_CLIENT_ID", "client_id"),
+                ("DINGTALK_CLIENT_SECRET", "client_secret"),
+                ("DINGTALK_WEBHOOK_URL", "webhook_url"),
+            ],
+            "wecom" => &[
+                ("WECOM_BOT_ID", "bot_id"),
+                ("WECOM_SECRET", "secret"),
+                ("WECOM_WEBSOCKET_URL", "websocket_url"),
+            ],
+            "wecom_callback" => &[
+                ("WECOM_CALLBACK_CORP_ID", "corp_id"),
+                ("WECOM_CALLBACK_CORP_SECRET", "corp_secret"),
+                ("WECOM_CALLBACK_AGENT_ID", "agent_id"),
+                ("WECOM_CALLBACK_TOKEN", "token"),
+                ("WECOM_CALLBACK_ENCODING_AES_KEY", "encoding_aes_key"),
+                ("WECOM_CALLBACK_HOST", "host"),
+                ("WECOM_CALLBACK_PORT", "port"),
+            ],
+            _ => &[],
+        };
+        for (var, key) in copied {
+            if let Some(value) = env.var(var).filter(|v| !v.trim().is_empty()) {
+                extra.insert((*key).into(), Value::String(value));
             }
         }
         if name == "slack"
@@ -749,7 +798,16 @@ impl PlatformSettings {
                 }
             }
         }
-        if name == "email" || name == "xmpp" {
+        if name == "dingtalk" {
+            // The plugin's own key, read when neither the variable nor `allow_from` is set.
+            if access.allowed_users.is_empty()
+                && env.var("DINGTALK_ALLOWED_USERS").is_none()
+                && let Some(list) = extra.get("allowed_users").filter(|v| !v.is_null())
+            {
+                access.allowed_users = value_list(list);
+            }
+        }
+        if name == "email" || name == "xmpp" || name == "dingtalk" {
             // Addresses and JIDs compare case-insensitively; the adapters lower-case senders.
             for list in [&mut access.allowed_users, &mut access.group_allowed_users] {
                 for user in list.iter_mut() {
@@ -760,15 +818,19 @@ impl PlatformSettings {
 
         // Telegram answers every group message it receives by default (the bot's privacy
         // mode already filters); Discord and Slack gate on mentions.
-        // Signal too answers every message of an allowed group unless told otherwise.
-        let default_require_mention = !matches!(name, "telegram" | "signal");
-        let free_key = if name == "telegram" {
+        // Signal too answers every message of an allowed group unless told otherwise, and so
+        // does DingTalk (its plugin's DINGTALK_REQUIRE_MENTION defaults to false).
+        let default_require_mention = !matches!(name, "telegram" | "signal" | "dingtalk");
+        // Telegram and DingTalk name their lists "chats" (`free_response_chats`,
+        // `allowed_chats`), the others "channels".
+        let chats = matches!(name, "telegram" | "dingtalk");
+        let free_key = if chats {
             "free_response_chats"
         } else {
             "free_response_channels"
         };
-        let free_var = if name == "telegram" {
-            "TELEGRAM_FREE_RESPONSE_CHATS".to_string()
+        let free_var = if chats {
+            format!("{prefix}_FREE_RESPONSE_CHATS")
         } else {
             format!("{prefix}_FREE_RESPONSE_CHANNELS")
         };
@@ -776,12 +838,12 @@ impl PlatformSettings {
         if name == "telegram" {
             free.extend(setting.config_first_set("free_response_channels", ""));
         }
-        let allowed_channels_var = if name == "telegram" {
-            "TELEGRAM_ALLOWED_CHATS".to_string()
+        let allowed_channels_var = if chats {
+            format!("{prefix}_ALLOWED_CHATS")
         } else {
             format!("{prefix}_ALLOWED_CHANNELS")
         };
-        let allowed_key = if name == "telegram" {
+        let allowed_key = if chats {
             "allowed_chats"
         } else {
             "allowed_channels"

@@ -30,7 +30,13 @@
 //! - [`feishu::FeishuMock`]: the Feishu / Lark Open API (tenant tokens that expire, messages,
 //!   replies, edits, recalls, resources, uploads, the bot's info, `{code, msg, data}` errors)
 //!   and [`feishu::EventSender`], Feishu's encrypted and signed event deliveries.
+//! - [`dingtalk::DingTalkMock`]: DingTalk's Stream gateway (connection tickets, the WebSocket
+//!   with CALLBACK and SYSTEM frames and their acknowledgements, dropped connections), access
+//!   tokens, the robot's send and file APIs, and the session webhooks it hands out.
+//! - [`wecom::WeComMock`]: WeCom's `gettoken` and `message/send` (errcodes as documented,
+//!   expiring tokens) and [`wecom::CallbackSender`], WeCom's signed, encrypted callbacks.
 
+pub mod dingtalk;
 pub mod discord;
 pub mod feishu;
 pub mod homeassistant;
@@ -43,6 +49,7 @@ pub mod telegram;
 pub mod telegram_markdown;
 pub mod twilio;
 pub mod webhook;
+pub mod wecom;
 pub mod whatsapp_cloud;
 
 pub use server::{MockRequest, MockResponse};
