@@ -25,17 +25,24 @@
 //! - [`homeassistant::HomeAssistantMock`]: Home Assistant's WebSocket API (auth, `subscribe_events`,
 //!   `ping`, `state_changed` events, dropped connections) and REST API (config, persistent
 //!   notifications).
+//! - [`daytona::DaytonaMock`]: Daytona's sandbox REST API and per-sandbox toolbox (execute,
+//!   file upload/download), idle auto-stop; commands run on this machine in the sandbox's home.
+//! - [`modal_gateway::ModalGatewayMock`]: the Nous tool gateway's Modal sandbox API
+//!   (create, execs started/polled/cancelled, terminate, idle hibernation).
 //! - [`twilio::TwilioMock`]: Twilio's REST API for SMS (Messages.json with Twilio's error
 //!   codes, the account) and [`twilio::TwilioWebhook`], Twilio's signed inbound requests.
 //! - [`feishu::FeishuMock`]: the Feishu / Lark Open API (tenant tokens that expire, messages,
 //!   replies, edits, recalls, resources, uploads, the bot's info, `{code, msg, data}` errors)
 //!   and [`feishu::EventSender`], Feishu's encrypted and signed event deliveries.
 
+pub mod daytona;
 pub mod discord;
 pub mod feishu;
 pub mod homeassistant;
 pub mod mattermost;
+pub mod modal_gateway;
 pub mod prosody;
+mod sandbox_exec;
 mod server;
 pub mod signal;
 pub mod slack;

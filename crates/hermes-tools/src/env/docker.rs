@@ -557,12 +557,19 @@ pub(crate) fn wrapper(shell: &str) -> String {
     )
 }
 
-/// The script that sends signal `$2` to the process group [`wrapper`] recorded under token
-/// `$1` (and forgets it after KILL).
+/// The script that sends signal `$2` to what [`wrapper`] recorded under token `$1` (and
+/// forgets it after KILL): its process group when it leads one (`docker exec`), and in any
+/// case the process and all its descendants, listed from `/proc` before any is signalled
+/// (a service that starts commands inside its own process group, as Daytona's daemon may,
+/// must not have that group killed, and a shell whose child died would run on).
 pub(crate) fn kill_script() -> String {
     format!(
         "f={PID_DIR}/\"$1\".pid; p=$(cat \"$f\" 2>/dev/null) || exit 0; \
-         kill -s \"$2\" -- \"-$p\" 2>/dev/null || kill -s \"$2\" \"$p\" 2>/dev/null; \
+         t() {{ echo \"$1\"; for c in $(cat /proc/\"$1\"/task/*/children 2>/dev/null); do t \"$c\"; done; }}; \
+         all=$(t \"$p\"); \
+         g=$(cut -d')' -f2 /proc/\"$p\"/stat 2>/dev/null | cut -d' ' -f4); \
+         [ \"$g\" = \"$p\" ] && kill -s \"$2\" -- \"-$p\" 2>/dev/null; \
+         kill -s \"$2\" $all 2>/dev/null; \
          [ \"$2\" = KILL ] && rm -f \"$f\"; exit 0"
     )
 }
