@@ -77,9 +77,12 @@ fn commands_and_files_act_in_the_sandbox_which_restarts_after_idling_and_is_dele
             json!({"command": "sleep 7713; echo never", "timeout": 1}),
         ),
         // The model thinks for a while: Daytona stops the idle sandbox meanwhile.
-        Reply::tool_call("terminal", json!({"command": "cat \"notes/it's a file.txt\""}))
-            .with_delay_ms(1_500)
-            .into(),
+        Reply::tool_call(
+            "terminal",
+            json!({"command": "cat \"notes/it's a file.txt\""}),
+        )
+        .with_delay_ms(1_500)
+        .into(),
         Turn::tool(
             "terminal",
             json!({"command": "ps -eo args | grep 'sleep 771[3]' || echo no-sleep"}),
@@ -134,7 +137,10 @@ fn commands_and_files_act_in_the_sandbox_which_restarts_after_idling_and_is_dele
         "{uploads:?}"
     );
     for e in &executes {
-        assert!(!e["command"].as_str().unwrap().contains("second line"), "{e}");
+        assert!(
+            !e["command"].as_str().unwrap().contains("second line"),
+            "{e}"
+        );
     }
     let read = tool_result(&server, 2);
     assert_eq!(read["content"], "1|hello world\n2|second line", "{read}");
@@ -187,7 +193,10 @@ fn a_persistent_sandbox_is_stopped_and_reused_with_the_create_body_of_the_python
     let mock = DaytonaMock::start();
     let home = TestHome::new();
     let first = Script::new(vec![
-        Turn::tool("write_file", json!({"path": "kept.txt", "content": "kept\n"})),
+        Turn::tool(
+            "write_file",
+            json!({"path": "kept.txt", "content": "kept\n"}),
+        ),
         Turn::text("done"),
     ]);
     run_session(&mock, &home, first, "  container_persistent: true\n");
@@ -262,7 +271,10 @@ fn a_refused_create_is_the_tools_error_and_doctor_checks_the_key() {
 
     std::fs::write(
         home.hermes_home().join(".env"),
-        format!("DAYTONA_API_KEY=wrong\nDAYTONA_API_URL={}\n", mock.api_url()),
+        format!(
+            "DAYTONA_API_KEY=wrong\nDAYTONA_API_URL={}\n",
+            mock.api_url()
+        ),
     )
     .unwrap();
     let doctor = home

@@ -104,7 +104,13 @@ fn commands_and_files_run_as_gateway_execs_and_the_sandbox_is_terminated() {
                 wait("the timed-out exec's cancel", || !mock.cancels().is_empty());
                 mock.hibernate_idle()
             });
-            let server = run_session(mock, &home, script, "  container_persistent: false\n", TOKEN);
+            let server = run_session(
+                mock,
+                &home,
+                script,
+                "  container_persistent: false\n",
+                TOKEN,
+            );
             assert_eq!(watcher.join().unwrap(), 1);
             server
         })
@@ -192,7 +198,10 @@ fn a_persistent_sandbox_is_snapshotted_and_errors_are_clear() {
         &mock,
         &home,
         Script::new(vec![
-            Turn::tool("write_file", json!({"path": "kept.txt", "content": "kept\n"})),
+            Turn::tool(
+                "write_file",
+                json!({"path": "kept.txt", "content": "kept\n"}),
+            ),
             Turn::text("done"),
         ]),
         "",
@@ -202,7 +211,10 @@ fn a_persistent_sandbox_is_snapshotted_and_errors_are_clear() {
     let s = &mock.sandboxes()[0];
     assert_eq!(s.create["persistentFilesystem"], true);
     assert!(
-        s.create["logicalKey"].as_str().unwrap().starts_with("home-"),
+        s.create["logicalKey"]
+            .as_str()
+            .unwrap()
+            .starts_with("home-"),
         "{}",
         s.create
     );
@@ -229,9 +241,14 @@ fn a_persistent_sandbox_is_snapshotted_and_errors_are_clear() {
         "",
         "expired-token",
     );
-    let e = tool_result(&server, 0)["error"].as_str().unwrap().to_string();
+    let e = tool_result(&server, 0)["error"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert!(
-        e.contains("the Modal tool gateway refused the request (HTTP 401): invalid or expired Nous token"),
+        e.contains(
+            "the Modal tool gateway refused the request (HTTP 401): invalid or expired Nous token"
+        ),
         "{e}"
     );
 
@@ -245,8 +262,14 @@ fn a_persistent_sandbox_is_snapshotted_and_errors_are_clear() {
         "  modal_mode: direct\n",
         TOKEN,
     );
-    let e = tool_result(&server, 0)["error"].as_str().unwrap().to_string();
-    assert!(e.contains("modal_mode: direct needs Modal's gRPC SDK"), "{e}");
+    let e = tool_result(&server, 0)["error"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("modal_mode: direct needs Modal's gRPC SDK"),
+        "{e}"
+    );
     let doctor = home
         .command(bin())
         .args(["doctor", "--offline"])

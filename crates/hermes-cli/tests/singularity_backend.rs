@@ -132,7 +132,10 @@ fn commands_run_in_an_instance_with_the_python_hermes_flags() {
         "sk-host-secret",
         "dotenv-secret",
     ] {
-        assert!(!out.contains(secret), "{secret} reached the instance: {out}");
+        assert!(
+            !out.contains(secret),
+            "{secret} reached the instance: {out}"
+        );
     }
     assert_eq!(tool_result(&server, 1)["created"], true);
     assert_eq!(tool_result(&server, 2)["replacements"], 1);
@@ -189,13 +192,18 @@ fn a_missing_cli_is_a_clear_error() {
         .as_str()
         .unwrap()
         .to_string();
-    assert!(e.contains("neither `apptainer` nor `singularity` runs here"), "{e}");
+    assert!(
+        e.contains("neither `apptainer` nor `singularity` runs here"),
+        "{e}"
+    );
 }
 
 #[test]
 fn a_real_apptainer_runs_commands() {
     let Some(real) = real_apptainer() else {
-        eprintln!("skipping: no apptainer or singularity on PATH (no Debian package; install Apptainer to run this test)");
+        eprintln!(
+            "skipping: no apptainer or singularity on PATH (no Debian package; install Apptainer to run this test)"
+        );
         return;
     };
     let Ok(image) = std::env::var("HERMES_TEST_SIF") else {
@@ -218,7 +226,10 @@ fn a_real_apptainer_runs_commands() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = tool_result(&server, 0);
     assert!(
-        out["output"].as_str().unwrap_or_default().contains("real-apptainer"),
+        out["output"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("real-apptainer"),
         "{out}"
     );
 }

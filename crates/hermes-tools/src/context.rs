@@ -18,9 +18,9 @@ use crate::approval::{ApprovalGate, ApprovalSettings, CommandChecker, CommandJud
 use crate::budget::IterationBudget;
 use crate::env::daytona::{DaytonaEnvironment, Resources};
 use crate::env::docker::DockerEnvironment;
+use crate::env::local::LocalEnvironment;
 use crate::env::modal::ModalEnvironment;
 use crate::env::singularity::{SingularityEnvironment, find_executable};
-use crate::env::local::LocalEnvironment;
 use crate::env::ssh::{SshClient, SshEnvironment};
 use crate::env::{Backend, EnvironmentSettings, ExecutionEnvironment};
 use crate::interaction::{Interaction, NonInteractive};

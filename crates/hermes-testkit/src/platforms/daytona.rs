@@ -183,7 +183,11 @@ impl DaytonaService {
         }
         let name = body["name"].as_str().unwrap_or_default().to_string();
         if !name.is_empty() && self.find(&name).is_some() {
-            return error(409, "Conflict", &format!("Sandbox with name {name} already exists"));
+            return error(
+                409,
+                "Conflict",
+                &format!("Sandbox with name {name} already exists"),
+            );
         }
         let mut st = self.lock();
         st.next += 1;
@@ -324,7 +328,10 @@ fn touch(st: &mut State, id: &str) {
 fn multipart_file(req: &MockRequest) -> Option<Vec<u8>> {
     let ctype = req.header("content-type")?;
     let at = ctype.to_ascii_lowercase().find("boundary=")? + "boundary=".len();
-    let boundary = format!("--{}", ctype[at..].split(';').next()?.trim().trim_matches('"'));
+    let boundary = format!(
+        "--{}",
+        ctype[at..].split(';').next()?.trim().trim_matches('"')
+    );
     let body = &req.body;
     let mut start = 0;
     while let Some(pos) = find(&body[start..], boundary.as_bytes()) {
@@ -404,7 +411,8 @@ impl DaytonaMock {
             dir: dir.path().to_path_buf(),
             port: Mutex::new(0),
         });
-        let server = Server::start("daytona", Arc::clone(&service)).expect("start the Daytona mock");
+        let server =
+            Server::start("daytona", Arc::clone(&service)).expect("start the Daytona mock");
         *service.port.lock().unwrap_or_else(PoisonError::into_inner) = server.addr.port();
         DaytonaMock {
             server,

@@ -136,7 +136,10 @@ impl GatewayService {
     }
 
     fn create(&self, req: &MockRequest, body: Value) -> MockResponse {
-        let key = req.header("x-idempotency-key").unwrap_or_default().to_string();
+        let key = req
+            .header("x-idempotency-key")
+            .unwrap_or_default()
+            .to_string();
         for field in ["image", "cwd", "logicalKey"] {
             if !body[field].is_string() {
                 return error(400, &format!("{field} is required"));
@@ -306,7 +309,10 @@ impl ModalGatewayMock {
         if sandbox_exec::can_bind() {
             Ok(())
         } else {
-            Err("the Modal gateway double needs root and unshare(1) to mount a sandbox over /root".into())
+            Err(
+                "the Modal gateway double needs root and unshare(1) to mount a sandbox over /root"
+                    .into(),
+            )
         }
     }
 

@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-
 /// The most output kept per command.
 const MAX_OUTPUT: u64 = 64 * 1024 * 1024;
 

@@ -23,8 +23,8 @@ use super::docker::{PID_DIR, fnv1a, kill_line, wrapped_line};
 use super::http_api::Api;
 use super::remote_exec::{self, Request};
 use super::{
-    Backend, DaytonaSettings, EnvError, ExecutionEnvironment, Prepared, RemoteSignal,
-    ShellRequest, Stopper, sh_quote,
+    Backend, DaytonaSettings, EnvError, ExecutionEnvironment, Prepared, RemoteSignal, ShellRequest,
+    Stopper, sh_quote,
 };
 
 /// Limit of a lifecycle call (get, start, stop, delete).
@@ -166,7 +166,13 @@ impl DaytonaEnvironment {
     async fn get(&self, id: &str) -> Result<Option<Value>, EnvError> {
         let api = self.api()?;
         let reply = api
-            .call(Method::GET, &self.url(&format!("sandbox/{id}")), None, &[], CALL_TIMEOUT)
+            .call(
+                Method::GET,
+                &self.url(&format!("sandbox/{id}")),
+                None,
+                &[],
+                CALL_TIMEOUT,
+            )
             .await?;
         if reply.status == 404 {
             return Ok(None);
@@ -224,15 +230,19 @@ impl DaytonaEnvironment {
             }
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(Duration::from_secs(2));
-            sandbox = self.get(&id).await?.ok_or_else(|| {
-                EnvError::Start(format!("the Daytona sandbox {id} disappeared"))
-            })?;
+            sandbox = self
+                .get(&id)
+                .await?
+                .ok_or_else(|| EnvError::Start(format!("the Daytona sandbox {id} disappeared")))?;
         }
     }
 
     fn toolbox(&self, sandbox: &Value) -> String {
         let id = sandbox["id"].as_str().unwrap_or_default();
-        match sandbox["toolboxProxyUrl"].as_str().filter(|u| !u.is_empty()) {
+        match sandbox["toolboxProxyUrl"]
+            .as_str()
+            .filter(|u| !u.is_empty())
+        {
             Some(proxy) => format!("{}/{id}", proxy.trim_end_matches('/')),
             // Older API servers serve the toolbox under the API itself.
             None => format!("{}/toolbox/{id}/toolbox", self.settings.api_url),
@@ -285,7 +295,9 @@ impl DaytonaEnvironment {
         let sandbox = self.until_started(sandbox).await?;
         let id = sandbox["id"].as_str().unwrap_or_default().to_string();
         if id.is_empty() {
-            return Err(EnvError::Start("Daytona returned a sandbox without an id".into()));
+            return Err(EnvError::Start(
+                "Daytona returned a sandbox without an id".into(),
+            ));
         }
         let toolbox = self.toolbox(&sandbox);
         let (code, out) = remote_exec::daytona_execute(
@@ -416,7 +428,10 @@ impl ExecutionEnvironment for DaytonaEnvironment {
             stdin: request.feeds_stdin,
             command: wrapped_line(ready.shell, &token, request.workdir, &script),
         }
-        .command(launcher, self.settings.api_key.as_deref().unwrap_or_default());
+        .command(
+            launcher,
+            self.settings.api_key.as_deref().unwrap_or_default(),
+        );
         Ok(Prepared {
             command,
             stopper: Stopper::Remote {

@@ -133,7 +133,10 @@ impl Api {
             url: strip_query(url),
             detail,
         };
-        let mut response = request.send().await.map_err(|e| unreachable(describe(&e)))?;
+        let mut response = request
+            .send()
+            .await
+            .map_err(|e| unreachable(describe(&e)))?;
         let status = response.status().as_u16();
         let mut body = Vec::new();
         while let Some(chunk) = response

@@ -216,11 +216,7 @@ impl ExecutionEnvironment for ModalEnvironment {
         let launcher = self.launcher.as_deref().ok_or_else(|| {
             EnvError::Io("the Modal backend needs the hermes binary to run commands".into())
         })?;
-        let exec_id = format!(
-            "{}-{}",
-            uuid4(),
-            self.next.fetch_add(1, Ordering::Relaxed)
-        );
+        let exec_id = format!("{}-{}", uuid4(), self.next.fetch_add(1, Ordering::Relaxed));
         let mut script = String::new();
         for (k, v) in request.extra_env {
             script.push_str(&format!("export {k}={}; ", sh_quote(v)));

@@ -144,7 +144,9 @@ impl Request {
 
 #[derive(Debug, thiserror::Error)]
 enum UsageError {
-    #[error("usage: hermes {REMOTE_EXEC_ARG} daytona|modal|modal-cancel --base URL ... -- COMMAND ({0})")]
+    #[error(
+        "usage: hermes {REMOTE_EXEC_ARG} daytona|modal|modal-cancel --base URL ... -- COMMAND ({0})"
+    )]
     Usage(String),
 }
 
@@ -156,7 +158,10 @@ fn parse(args: &[OsString]) -> Result<Request, UsageError> {
     let mut stdin = false;
     let mut command = None;
     while let Some(arg) = it.next() {
-        let mut value = |name: &str| it.next().ok_or_else(|| usage(&format!("{name} needs a value")));
+        let mut value = |name: &str| {
+            it.next()
+                .ok_or_else(|| usage(&format!("{name} needs a value")))
+        };
         match arg.as_str() {
             "--base" => base = Some(value("--base")?),
             "--cwd" => cwd = Some(value("--cwd")?),
@@ -246,9 +251,7 @@ async fn run(request: Request, token: &str) -> Result<(i32, Vec<u8>), EnvError> 
                 let p = sh_quote(&path);
                 format!(
                     "sh -c {}",
-                    sh_quote(&format!(
-                        "{command} < {p}; r=$?; rm -f {p}; exit $r"
-                    ))
+                    sh_quote(&format!("{command} < {p}; r=$?; rm -f {p}; exit $r"))
                 )
             } else {
                 command
@@ -273,8 +276,10 @@ async fn run(request: Request, token: &str) -> Result<(i32, Vec<u8>), EnvError> 
             } else {
                 None
             };
-            let (code, output) =
-                modal_run(&api, &gateway, &sandbox, &exec_id, &command, &cwd, stdin_data).await?;
+            let (code, output) = modal_run(
+                &api, &gateway, &sandbox, &exec_id, &command, &cwd, stdin_data,
+            )
+            .await?;
             Ok((code, output.into_bytes()))
         }
         Request::ModalCancel {
@@ -478,7 +483,10 @@ mod tests {
             finished(&json!({"status": "completed", "output": "x", "returncode": 3})),
             Some((3, "x".into()))
         );
-        assert_eq!(finished(&json!({"status": "timeout"})), Some((124, "".into())));
+        assert_eq!(
+            finished(&json!({"status": "timeout"})),
+            Some((124, "".into()))
+        );
         assert_eq!(finished(&json!({"status": "running"})), None);
     }
 }

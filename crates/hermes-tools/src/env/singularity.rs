@@ -30,7 +30,9 @@ const CLI_VARS: &[&str] = &["PATH", "HOME", "USER", "LANG", "TMPDIR", "XDG_RUNTI
 
 /// The `apptainer` or `singularity` executable on PATH (`path`: the PATH to search).
 pub fn find_executable(path: Option<&str>) -> Option<PathBuf> {
-    let path = path.map(str::to_string).or_else(|| std::env::var("PATH").ok())?;
+    let path = path
+        .map(str::to_string)
+        .or_else(|| std::env::var("PATH").ok())?;
     for name in ["apptainer", "singularity"] {
         for dir in path.split(':').filter(|d| !d.is_empty()) {
             let candidate = Path::new(dir).join(name);
@@ -136,8 +138,14 @@ impl SingularityEnvironment {
         } else {
             format!(
                 "{:012x}",
-                fnv1a(format!("{session_key}{:?}{}", std::time::SystemTime::now(), std::process::id()).as_bytes())
-                    & 0xffff_ffff_ffff
+                fnv1a(
+                    format!(
+                        "{session_key}{:?}{}",
+                        std::time::SystemTime::now(),
+                        std::process::id()
+                    )
+                    .as_bytes()
+                ) & 0xffff_ffff_ffff
             )
         };
         SingularityEnvironment {
@@ -163,8 +171,15 @@ impl SingularityEnvironment {
     pub fn instance_name(&self) -> String {
         format!(
             "hermes_{:012x}",
-            fnv1a(format!("{}{}{:?}", self.key, std::process::id(), std::time::SystemTime::now()).as_bytes())
-                & 0xffff_ffff_ffff
+            fnv1a(
+                format!(
+                    "{}{}{:?}",
+                    self.key,
+                    std::process::id(),
+                    std::time::SystemTime::now()
+                )
+                .as_bytes()
+            ) & 0xffff_ffff_ffff
         )
     }
 

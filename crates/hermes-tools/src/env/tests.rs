@@ -132,12 +132,17 @@ fn cloud_backend_keys_and_variables() {
     let d = config("terminal:\n  backend: modal\n").unwrap();
     assert_eq!(d.daytona.api_url, "https://app.daytona.io/api");
     assert_eq!(d.daytona.auto_stop, 15);
-    assert_eq!(d.modal.gateway_url, "https://modal-gateway.nousresearch.com");
+    assert_eq!(
+        d.modal.gateway_url,
+        "https://modal-gateway.nousresearch.com"
+    );
     assert_eq!(
         d.singularity.image,
         "docker://nikolaik/python-nodejs:python3.11-nodejs20"
     );
-    let e = config("terminal:\n  modal_mode: grpc\n").unwrap_err().to_string();
+    let e = config("terminal:\n  modal_mode: grpc\n")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("terminal.modal_mode"), "{e}");
 }
 

@@ -72,9 +72,10 @@ fn modal_check(settings: &EnvironmentSettings, loaded: &Loaded) -> Check {
             "set terminal.modal_mode: managed (Modal through the Nous tool gateway)",
         );
     }
-    let token = s.token.clone().or_else(|| {
-        hermes_tools::env::modal::token_from_auth_store(loaded.home.root())
-    });
+    let token = s
+        .token
+        .clone()
+        .or_else(|| hermes_tools::env::modal::token_from_auth_store(loaded.home.root()));
     match token {
         Some(_) => Check::ok(
             "terminal",
