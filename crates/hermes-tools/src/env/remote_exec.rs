@@ -224,7 +224,12 @@ pub fn main(args: &[OsString]) -> ExitCode {
         Ok((code, output)) => {
             let mut stdout = std::io::stdout().lock();
             let _ = stdout.write_all(&output).and_then(|()| stdout.flush());
-            ExitCode::from(code.clamp(0, 255) as u8)
+            if code < 0 {
+                // Daytona's exitCode -1: the command hit the service's own time limit.
+                eprintln!("the command was stopped by the service's time limit");
+                return ExitCode::from(124);
+            }
+            ExitCode::from(code.min(255) as u8)
         }
         Err(e) => {
             eprintln!("{e}");
