@@ -54,6 +54,13 @@ fn main() -> ExitCode {
     {
         return hermes_tools::sandbox::launcher_main(&argv[2..]);
     }
+    // A cloud backend's command client (Daytona, Modal): one command over the API.
+    if argv
+        .get(1)
+        .is_some_and(|a| a == hermes_tools::env::remote_exec::REMOTE_EXEC_ARG)
+    {
+        return hermes_tools::env::remote_exec::main(&argv[2..]);
+    }
     // Commands the agent runs cannot read this process's environment or memory.
     hermes_tools::secrets::protect_process_environment();
     // This executable starts the agent's sandboxed commands.

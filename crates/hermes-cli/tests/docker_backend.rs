@@ -228,16 +228,12 @@ fn a_missing_image_and_an_unknown_backend_say_what_to_do() {
     assert!(err.contains("local, docker, ssh"), "{err}");
 
     home.write_config(&format!(
-        "{}terminal:\n  backend: modal\n",
+        "{}terminal:\n  backend: modal\n  modal_mode: grpc\n",
         hermes_testkit::mock_config_yaml(&server)
     ));
     let o = run(&home, &["-z", "go"]);
     assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains("not in this build yet"),
-        "{}",
-        stderr(&o)
-    );
+    assert!(stderr(&o).contains("terminal.modal_mode"), "{}", stderr(&o));
 
     let Some(d) = daemon() else { return };
     let script = Script::new(vec![

@@ -15,6 +15,7 @@
 //! ```
 
 mod anthropic_sse;
+pub mod apptainer;
 pub mod bedrock_stream;
 mod child_server;
 pub mod docker;

@@ -16,10 +16,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::approval::{ApprovalGate, ApprovalSettings, CommandChecker, CommandJudge, is_truthy};
 use crate::budget::IterationBudget;
+use crate::env::daytona::{DaytonaEnvironment, Resources};
 use crate::env::docker::DockerEnvironment;
 use crate::env::local::LocalEnvironment;
+use crate::env::modal::ModalEnvironment;
+use crate::env::singularity::{SingularityEnvironment, find_executable};
 use crate::env::ssh::{SshClient, SshEnvironment};
-use crate::env::{Backend, EnvError, EnvironmentSettings, ExecutionEnvironment};
+use crate::env::{Backend, EnvironmentSettings, ExecutionEnvironment};
 use crate::interaction::{Interaction, NonInteractive};
 use crate::process::ProcessRegistry;
 use crate::protect::ProtectedPaths;
@@ -272,10 +275,47 @@ fn environment_for(
                 std::env::var("HOME").ok(),
             ))))
         }
-        other => Err(ConfigError::Invalid {
-            path: config.path.clone(),
-            key: "terminal.backend".into(),
-            message: EnvError::NotInThisBuild(other).to_string(),
-        }),
+        Backend::Daytona | Backend::Modal | Backend::Singularity => {
+            let session = setup.session.id();
+            let session = if session.is_empty() {
+                "session".to_string()
+            } else {
+                session
+            };
+            let d = &settings.docker;
+            let resources = Resources {
+                cpu: d.cpu,
+                memory: d.memory,
+                disk: d.disk,
+                persistent: d.persistent,
+            };
+            let launcher = crate::sandbox::launcher_path().map(std::path::Path::to_path_buf);
+            let home = setup.home.root();
+            let env: Arc<dyn ExecutionEnvironment> = match settings.backend {
+                Backend::Daytona => Arc::new(DaytonaEnvironment::new(
+                    settings.daytona,
+                    resources,
+                    home,
+                    &session,
+                    launcher,
+                )),
+                Backend::Modal => Arc::new(ModalEnvironment::new(
+                    settings.modal,
+                    resources,
+                    config.terminal.timeout,
+                    home,
+                    &session,
+                    launcher,
+                )),
+                _ => Arc::new(SingularityEnvironment::new(
+                    settings.singularity,
+                    resources,
+                    home,
+                    &session,
+                    find_executable(setup.env.var("PATH").as_deref()),
+                )),
+            };
+            Ok(env)
+        }
     }
 }

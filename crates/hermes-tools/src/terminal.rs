@@ -268,6 +268,7 @@ pub(crate) async fn spawn_shell(
             env,
             extra_env: &[],
             sandbox,
+            feeds_stdin: false,
         })
         .await
         .map_err(|e| ToolError::new(e.to_string()))?;

@@ -25,6 +25,10 @@
 //! - [`homeassistant::HomeAssistantMock`]: Home Assistant's WebSocket API (auth, `subscribe_events`,
 //!   `ping`, `state_changed` events, dropped connections) and REST API (config, persistent
 //!   notifications).
+//! - [`daytona::DaytonaMock`]: Daytona's sandbox REST API and per-sandbox toolbox (execute,
+//!   file upload/download), idle auto-stop; commands run on this machine in the sandbox's home.
+//! - [`modal_gateway::ModalGatewayMock`]: the Nous tool gateway's Modal sandbox API
+//!   (create, execs started/polled/cancelled, terminate, idle hibernation).
 //! - [`twilio::TwilioMock`]: Twilio's REST API for SMS (Messages.json with Twilio's error
 //!   codes, the account) and [`twilio::TwilioWebhook`], Twilio's signed inbound requests.
 //! - [`feishu::FeishuMock`]: the Feishu / Lark Open API (tenant tokens that expire, messages,
@@ -36,12 +40,15 @@
 //! - [`wecom::WeComMock`]: WeCom's `gettoken` and `message/send` (errcodes as documented,
 //!   expiring tokens) and [`wecom::CallbackSender`], WeCom's signed, encrypted callbacks.
 
+pub mod daytona;
 pub mod dingtalk;
 pub mod discord;
 pub mod feishu;
 pub mod homeassistant;
 pub mod mattermost;
+pub mod modal_gateway;
 pub mod prosody;
+mod sandbox_exec;
 mod server;
 pub mod signal;
 pub mod slack;

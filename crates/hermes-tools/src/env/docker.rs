@@ -28,7 +28,7 @@ pub const WORKSPACE: &str = "/workspace";
 /// The label every container of ours carries; its value is the session (or persistent) key.
 pub const SESSION_LABEL: &str = "hermes.session";
 /// Where the wrapper records process ids inside the container.
-const PID_DIR: &str = "/tmp/.hermes-exec";
+pub(crate) const PID_DIR: &str = "/tmp/.hermes-exec";
 /// Bytes of a CLI call's stdout/stderr kept.
 const CLI_OUTPUT_CAP: u64 = 64 * 1024;
 /// Limit of ordinary CLI calls (inspect, exec kill, rm).
@@ -92,10 +92,22 @@ impl DockerCli {
     /// Runs the CLI with `args`, output bounded, within `timeout`.
     pub async fn run(&self, args: &[&str], timeout: Duration) -> Result<CliOutput, EnvError> {
         let mut command = self.command();
+        command.args(args);
+        self.run_command(command, args, timeout).await
+    }
+
+    /// Runs a prepared `command` of the CLI (`args`: for messages), output bounded, within
+    /// `timeout`.
+    pub async fn run_command(
+        &self,
+        mut command: tokio::process::Command,
+        args: &[&str],
+        timeout: Duration,
+    ) -> Result<CliOutput, EnvError> {
         command
-            .args(args)
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
         let mut child = command.spawn().map_err(|e| self.spawn_error(e))?;
         let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
             return Err(EnvError::Io(
@@ -195,11 +207,7 @@ struct ContainerSignal {
 
 impl ContainerSignal {
     fn args(&self, token: &str, signal: &str) -> Vec<String> {
-        let script = format!(
-            "f={PID_DIR}/\"$1\".pid; p=$(cat \"$f\" 2>/dev/null) || exit 0; \
-             kill -s \"$2\" -- \"-$p\" 2>/dev/null || kill -s \"$2\" \"$p\" 2>/dev/null; \
-             [ \"$2\" = KILL ] && rm -f \"$f\"; exit 0"
-        );
+        let script = kill_script();
         vec![
             "exec".into(),
             self.id.clone(),
@@ -549,8 +557,47 @@ pub(crate) fn wrapper(shell: &str) -> String {
     )
 }
 
+/// The script that sends signal `$2` to what [`wrapper`] recorded under token `$1` (and
+/// forgets it after KILL): its process group when it leads one (`docker exec`), and in any
+/// case the process and all its descendants, listed from `/proc` before any is signalled
+/// (a service that starts commands inside its own process group, as Daytona's daemon may,
+/// must not have that group killed, and a shell whose child died would run on).
+pub(crate) fn kill_script() -> String {
+    format!(
+        "f={PID_DIR}/\"$1\".pid; p=$(cat \"$f\" 2>/dev/null) || exit 0; \
+         t() {{ echo \"$1\"; for c in $(cat /proc/\"$1\"/task/*/children 2>/dev/null); do t \"$c\"; done; }}; \
+         all=$(t \"$p\"); \
+         g=$(cut -d')' -f2 /proc/\"$p\"/stat 2>/dev/null | cut -d' ' -f4); \
+         [ \"$g\" = \"$p\" ] && kill -s \"$2\" -- \"-$p\" 2>/dev/null; \
+         kill -s \"$2\" $all 2>/dev/null; \
+         [ \"$2\" = KILL ] && rm -f \"$f\"; exit 0"
+    )
+}
+
+/// A one-line shell command running `script` through [`wrapper`] under `token` in `workdir`
+/// (for services that take a command line, not an argument vector).
+pub(crate) fn wrapped_line(shell: &str, token: &str, workdir: &str, script: &str) -> String {
+    format!(
+        "sh -c {} hermes {} {} {}",
+        sh_quote(&wrapper(shell)),
+        sh_quote(token),
+        sh_quote(workdir),
+        sh_quote(script)
+    )
+}
+
+/// The command line that signals the group of `token` (see [`kill_script`]).
+pub(crate) fn kill_line(token: &str, signal: &str) -> String {
+    format!(
+        "sh -c {} hermes-kill {} {}",
+        sh_quote(&kill_script()),
+        sh_quote(token),
+        sh_quote(signal)
+    )
+}
+
 /// 64-bit FNV-1a: a stable name for a home's persistent container.
-fn fnv1a(bytes: &[u8]) -> u64 {
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
     })

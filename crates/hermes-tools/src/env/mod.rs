@@ -12,11 +12,22 @@
 //! script over there, a recorded remote pid stops it) and adds [`DetachedJobs`]: background
 //! jobs that run detached on the remote host, so they survive a dropped connection, and whose
 //! output is followed from a remote log.
+//!
+//! Singularity/Apptainer works like Docker (`apptainer exec instance://NAME sh -c ...`). The
+//! cloud backends, Daytona and Modal (through the Nous tool gateway), have HTTP APIs rather
+//! than a CLI: their local child is this binary's own client, `hermes __remote-exec`
+//! ([`remote_exec`]), which runs one command over the API, prints its output and exits with
+//! its status, so timeouts, background jobs and file operations work through them unchanged.
 
+pub mod daytona;
 pub mod docker;
+pub mod http_api;
 pub mod local;
+pub mod modal;
+pub mod remote_exec;
 pub mod settings;
 pub mod shell_fs;
+pub mod singularity;
 pub mod ssh;
 mod ssh_scripts;
 pub mod tools;
@@ -25,15 +36,36 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use settings::{Backend, DockerSettings, EnvironmentSettings, SshSettings};
+pub use settings::{
+    Backend, DaytonaSettings, DockerSettings, EnvironmentSettings, ModalMode, ModalSettings,
+    SingularitySettings, SshSettings,
+};
 
 /// Why an environment cannot run a command.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum EnvError {
     #[error(
-        "terminal.backend `{0}` is not in this build yet (available: local, docker, ssh); set terminal.backend: local, docker or ssh"
+        "terminal.backend `{0}` is not in this build yet (available: local, docker, ssh, daytona, modal, singularity)"
     )]
     NotInThisBuild(Backend),
+    #[error("terminal.backend {backend}: {fix}")]
+    MissingCredential { backend: Backend, fix: String },
+    #[error("{service} refused the request (HTTP {status}): {message}")]
+    Api {
+        service: &'static str,
+        status: u16,
+        message: String,
+    },
+    #[error("cannot reach {service} at {url}: {detail}")]
+    ApiUnreachable {
+        service: &'static str,
+        url: String,
+        detail: String,
+    },
+    #[error(
+        "neither `apptainer` nor `singularity` runs here ({0}); install Apptainer (https://apptainer.org/docs/admin/main/installation.html) or put it on PATH"
+    )]
+    SingularityMissing(String),
     #[error(
         "the container CLI `{binary}` was not found ({reason}); install Docker (e.g. apt-get install docker.io) or set terminal.docker_binary"
     )]
@@ -90,6 +122,10 @@ pub struct ShellRequest<'a> {
     pub extra_env: &'a [(String, String)],
     /// The local OS sandbox (ignored by backends that are a sandbox themselves).
     pub sandbox: Option<&'a crate::sandbox::Sandbox>,
+    /// The caller writes the command's whole input to its stdin and closes it (a file
+    /// write). Backends whose API takes input up front (Daytona, Modal) read it first; other
+    /// commands get no input there.
+    pub feeds_stdin: bool,
 }
 
 /// A prepared command: the caller sets stdio, process group and spawns it.

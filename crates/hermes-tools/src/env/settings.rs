@@ -3,7 +3,7 @@
 //!
 //! ```yaml
 //! terminal:
-//!   backend: docker            # local | docker | ssh (modal, daytona, singularity: not yet)
+//!   backend: docker            # local | docker | ssh | daytona | modal | singularity
 //!   docker_image: nikolaik/python-nodejs:python3.11-nodejs20
 //!   docker_binary: docker      # or podman (a name in PATH or a path)
 //!   docker_forward_env: []     # host variables copied into the container by name
@@ -23,7 +23,19 @@
 //!   ssh_key: ~/.ssh/id_ed25519   # TERMINAL_SSH_KEY; unset: the ssh agent / default keys
 //!   ssh_cwd: /srv/work           # TERMINAL_SSH_CWD; unset: the remote user's home
 //!   ssh_known_hosts: ~/.ssh/known_hosts  # TERMINAL_SSH_KNOWN_HOSTS
+//!   daytona_image: nikolaik/python-nodejs:python3.11-nodejs20  # TERMINAL_DAYTONA_IMAGE
+//!   daytona_snapshot: ""         # a Daytona snapshot to start from instead of the image
+//!   daytona_auto_stop: 15        # minutes idle before Daytona stops the sandbox (0: never)
+//!   modal_image: nikolaik/python-nodejs:python3.11-nodejs20    # TERMINAL_MODAL_IMAGE
+//!   modal_mode: auto             # TERMINAL_MODAL_MODE: auto | managed | direct
+//!   singularity_image: docker://nikolaik/python-nodejs:python3.11-nodejs20  # TERMINAL_SINGULARITY_IMAGE
 //! ```
+//!
+//! `container_cpu`, `container_memory`, `container_disk` and `container_persistent` apply to
+//! the Daytona, Modal and Singularity backends too, as in the Python Hermes. Their
+//! credentials are variables only: `DAYTONA_API_KEY` (`DAYTONA_API_URL`, `DAYTONA_TARGET`),
+//! `TOOL_GATEWAY_USER_TOKEN` (`MODAL_GATEWAY_URL`, `TOOL_GATEWAY_DOMAIN`,
+//! `TOOL_GATEWAY_SCHEME`).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -144,12 +156,78 @@ impl SshSettings {
     }
 }
 
+/// The image every container backend defaults to (the Python Hermes's).
+pub const DEFAULT_IMAGE: &str = "nikolaik/python-nodejs:python3.11-nodejs20";
+/// Daytona's public API.
+pub const DAYTONA_DEFAULT_API_URL: &str = "https://app.daytona.io/api";
+/// Daytona's own default auto-stop interval, minutes.
+pub const DAYTONA_DEFAULT_AUTO_STOP: u32 = 15;
+
+/// The Daytona backend's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DaytonaSettings {
+    pub image: String,
+    /// Start from this Daytona snapshot instead of building `image`.
+    pub snapshot: Option<String>,
+    /// Minutes without activity before Daytona stops the sandbox (0: never).
+    pub auto_stop: u32,
+    /// `DAYTONA_API_KEY`; None: the backend cannot start (said at session start).
+    pub api_key: Option<String>,
+    /// `DAYTONA_API_URL`, without a trailing slash.
+    pub api_url: String,
+    /// `DAYTONA_TARGET` (the region), when set.
+    pub target: Option<String>,
+}
+
+/// How the Modal backend reaches Modal (`modal_mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModalMode {
+    Auto,
+    Managed,
+    Direct,
+}
+
+impl ModalMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModalMode::Auto => "auto",
+            ModalMode::Managed => "managed",
+            ModalMode::Direct => "direct",
+        }
+    }
+}
+
+/// The Modal backend's settings: Modal through the Nous tool gateway's HTTP API.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModalSettings {
+    pub image: String,
+    pub mode: ModalMode,
+    /// The gateway's origin (`MODAL_GATEWAY_URL`, else built from `TOOL_GATEWAY_SCHEME` and
+    /// `TOOL_GATEWAY_DOMAIN`), without a trailing slash.
+    pub gateway_url: String,
+    /// `TOOL_GATEWAY_USER_TOKEN`; None: looked up in the home's auth store at session start.
+    pub token: Option<String>,
+}
+
+/// The Singularity/Apptainer backend's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SingularitySettings {
+    /// A `.sif` path, a `docker://` reference (built into a cached SIF once), or anything
+    /// else the CLI takes.
+    pub image: String,
+    /// `TERMINAL_SCRATCH_DIR`: where SIF images and persistent overlays are kept.
+    pub scratch_dir: Option<PathBuf>,
+}
+
 /// The backend of a session and its settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EnvironmentSettings {
     pub backend: Backend,
     pub docker: DockerSettings,
     pub ssh: SshSettings,
+    pub daytona: DaytonaSettings,
+    pub modal: ModalSettings,
+    pub singularity: SingularitySettings,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -175,6 +253,12 @@ struct RawTerminal {
     ssh_key: Option<String>,
     ssh_cwd: Option<String>,
     ssh_known_hosts: Option<String>,
+    daytona_image: Option<String>,
+    daytona_snapshot: Option<String>,
+    daytona_auto_stop: Option<u32>,
+    modal_image: Option<String>,
+    modal_mode: Option<String>,
+    singularity_image: Option<String>,
 }
 
 /// A `docker_env` value: YAML gives numbers and booleans where the user meant text.
@@ -230,6 +314,8 @@ impl EnvironmentSettings {
         })?;
         let ssh = ssh_settings(&mut raw, &var, backend == Backend::Ssh)
             .map_err(|(key, message)| invalid(key, message))?;
+        let (daytona, modal, singularity) =
+            cloud_settings(&mut raw, &var).map_err(|(key, message)| invalid(key, message))?;
         let d = DockerSettings::default();
         let image = raw.docker_image.map(|s| s.trim().to_string());
         if image.as_deref() == Some("") {
@@ -281,6 +367,9 @@ impl EnvironmentSettings {
         Ok(EnvironmentSettings {
             backend,
             ssh,
+            daytona,
+            modal,
+            singularity,
             docker: DockerSettings {
                 image: image.unwrap_or(d.image),
                 binary: raw
@@ -373,6 +462,79 @@ fn ssh_settings(
         cwd,
         known_hosts: known_hosts.map(|k| expand_home(&k, var)),
     })
+}
+
+/// The Daytona, Modal and Singularity keys (each image falling back to its `TERMINAL_*`
+/// variable, then to the default image), and their credentials from the variables.
+fn cloud_settings(
+    raw: &mut RawTerminal,
+    var: &impl Fn(&str) -> Option<String>,
+) -> Result<(DaytonaSettings, ModalSettings, SingularitySettings), (&'static str, String)> {
+    let pick = |value: Option<String>, name: &str| -> Option<String> {
+        value
+            .filter(|s| !s.trim().is_empty())
+            .or_else(|| var(name))
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    };
+    let daytona = DaytonaSettings {
+        image: pick(raw.daytona_image.take(), "TERMINAL_DAYTONA_IMAGE")
+            .unwrap_or_else(|| DEFAULT_IMAGE.into()),
+        snapshot: pick(raw.daytona_snapshot.take(), "TERMINAL_DAYTONA_SNAPSHOT"),
+        auto_stop: raw.daytona_auto_stop.unwrap_or(DAYTONA_DEFAULT_AUTO_STOP),
+        api_key: pick(None, "DAYTONA_API_KEY"),
+        api_url: pick(None, "DAYTONA_API_URL")
+            .unwrap_or_else(|| DAYTONA_DEFAULT_API_URL.into())
+            .trim_end_matches('/')
+            .to_string(),
+        target: pick(None, "DAYTONA_TARGET"),
+    };
+    let mode = match pick(raw.modal_mode.take(), "TERMINAL_MODAL_MODE")
+        .unwrap_or_default()
+        .to_ascii_lowercase()
+        .as_str()
+    {
+        "" | "auto" => ModalMode::Auto,
+        "managed" => ModalMode::Managed,
+        "direct" => ModalMode::Direct,
+        other => {
+            return Err((
+                "modal_mode",
+                format!("unknown Modal mode `{other}` (expected auto, managed or direct)"),
+            ));
+        }
+    };
+    let gateway_url = match pick(None, "MODAL_GATEWAY_URL") {
+        Some(url) => url.trim_end_matches('/').to_string(),
+        None => {
+            let scheme = pick(None, "TOOL_GATEWAY_SCHEME")
+                .unwrap_or_else(|| "https".into())
+                .to_ascii_lowercase();
+            if scheme != "http" && scheme != "https" {
+                return Err((
+                    "modal_mode",
+                    "TOOL_GATEWAY_SCHEME must be 'http' or 'https'".into(),
+                ));
+            }
+            let domain = pick(None, "TOOL_GATEWAY_DOMAIN")
+                .map(|d| d.trim_matches('/').to_string())
+                .unwrap_or_else(|| "nousresearch.com".into());
+            format!("{scheme}://modal-gateway.{domain}")
+        }
+    };
+    let modal = ModalSettings {
+        image: pick(raw.modal_image.take(), "TERMINAL_MODAL_IMAGE")
+            .unwrap_or_else(|| DEFAULT_IMAGE.into()),
+        mode,
+        gateway_url,
+        token: pick(None, "TOOL_GATEWAY_USER_TOKEN"),
+    };
+    let singularity = SingularitySettings {
+        image: pick(raw.singularity_image.take(), "TERMINAL_SINGULARITY_IMAGE")
+            .unwrap_or_else(|| format!("docker://{DEFAULT_IMAGE}")),
+        scratch_dir: pick(None, "TERMINAL_SCRATCH_DIR").map(|d| expand_home(&d, var)),
+    };
+    Ok((daytona, modal, singularity))
 }
 
 /// `~/x` against `$HOME` (this machine's paths).

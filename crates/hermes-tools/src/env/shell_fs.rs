@@ -161,6 +161,7 @@ impl ShellFs {
                 env: &crate::secrets::ChildEnv::default(),
                 extra_env: &[],
                 sandbox: None,
+                feeds_stdin: stdin.is_some(),
             })
             .await
             .map_err(|e| ToolError::new(e.to_string()))?;

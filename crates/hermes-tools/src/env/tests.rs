@@ -102,12 +102,48 @@ fn bad_values_are_config_errors_naming_the_key() {
     for name in ["modal", "daytona", "singularity"] {
         let s = config(&format!("terminal:\n  backend: {name}\n")).unwrap();
         assert_eq!(s.backend.as_str(), name);
-        assert!(
-            EnvError::NotInThisBuild(s.backend)
-                .to_string()
-                .contains("not in this build yet")
-        );
     }
+}
+
+#[test]
+fn cloud_backend_keys_and_variables() {
+    let vars = |name: &str| match name {
+        "DAYTONA_API_KEY" => Some("dtn_key".to_string()),
+        "DAYTONA_API_URL" => Some("http://127.0.0.1:9/api/".to_string()),
+        "TERMINAL_MODAL_IMAGE" => Some("python:3.12".to_string()),
+        "TOOL_GATEWAY_DOMAIN" => Some("example.org".to_string()),
+        "TOOL_GATEWAY_USER_TOKEN" => Some("nous-token".to_string()),
+        _ => None,
+    };
+    let s = EnvironmentSettings::from_config_with(
+        &parsed("terminal:\n  backend: daytona\n  daytona_image: ubuntu:24.04\n  daytona_auto_stop: 0\n  modal_mode: managed\n  singularity_image: /images/a.sif\n"),
+        vars,
+    )
+    .unwrap();
+    assert_eq!(s.daytona.image, "ubuntu:24.04");
+    assert_eq!(s.daytona.auto_stop, 0);
+    assert_eq!(s.daytona.api_key.as_deref(), Some("dtn_key"));
+    assert_eq!(s.daytona.api_url, "http://127.0.0.1:9/api");
+    assert_eq!(s.modal.image, "python:3.12");
+    assert_eq!(s.modal.mode, ModalMode::Managed);
+    assert_eq!(s.modal.gateway_url, "https://modal-gateway.example.org");
+    assert_eq!(s.modal.token.as_deref(), Some("nous-token"));
+    assert_eq!(s.singularity.image, "/images/a.sif");
+    let d = config("terminal:\n  backend: modal\n").unwrap();
+    assert_eq!(d.daytona.api_url, "https://app.daytona.io/api");
+    assert_eq!(d.daytona.auto_stop, 15);
+    assert_eq!(
+        d.modal.gateway_url,
+        "https://modal-gateway.nousresearch.com"
+    );
+    assert_eq!(
+        d.singularity.image,
+        "docker://nikolaik/python-nodejs:python3.11-nodejs20"
+    );
+    let e = config("terminal:\n  modal_mode: grpc\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("terminal.modal_mode"), "{e}");
 }
 
 #[test]

@@ -38,6 +38,12 @@ fn launcher() -> Option<&'static Path> {
     LAUNCHER.get().map(PathBuf::as_path)
 }
 
+/// This binary, as registered by [`register_launcher`] (the cloud backends' command client
+/// is the same executable).
+pub fn launcher_path() -> Option<&'static Path> {
+    launcher()
+}
+
 /// Device files every mode may write: output sinks, terminals and randomness.
 const WRITABLE_DEVICES: &[&str] = &[
     "/dev/null",

@@ -2,13 +2,15 @@
 //! (`terminal.backend`), and for Docker whether the daemon answers and the image is there, so
 //! a missing daemon or image shows here rather than on the agent's first command; for SSH
 //! whether `ssh -o BatchMode=yes` gets in within 10 s (host reachable, key accepted, host key
-//! known), else the reason and the fix.
+//! known), else the reason and the fix; for Daytona whether the API accepts the key, for
+//! Modal whether the gateway token is there, for Singularity whether `apptainer` (or
+//! `singularity`) is on PATH and answers `version`.
 
 use std::time::Duration;
 
 use hermes_tools::env::docker::DockerCli;
 use hermes_tools::env::ssh::{SshClient, check};
-use hermes_tools::env::{Backend, EnvironmentSettings, SshSettings};
+use hermes_tools::env::{Backend, EnvironmentSettings, ModalMode, SshSettings};
 
 use super::Check;
 use crate::status_cmd::Loaded;
@@ -29,10 +31,85 @@ pub(super) async fn terminal_check(loaded: &Loaded) -> Check {
         Backend::Local => Check::ok("terminal", "backend local: commands run on this machine"),
         Backend::Docker => docker_check(&settings.docker.binary, &settings.docker.image).await,
         Backend::Ssh => ssh_check(settings.ssh, loaded).await,
-        other => Check::fail(
+        Backend::Daytona => daytona_check(&settings).await,
+        Backend::Modal => modal_check(&settings, loaded),
+        Backend::Singularity => singularity_check(loaded).await,
+    }
+}
+
+async fn daytona_check(settings: &EnvironmentSettings) -> Check {
+    let s = &settings.daytona;
+    if s.api_key.is_none() {
+        return Check::fail(
             "terminal",
-            format!("backend {other} is not in this build yet: sessions will not start"),
-            "terminal.backend: local, docker or ssh in config.yaml",
+            "backend daytona: DAYTONA_API_KEY is not set",
+            "create an API key at https://app.daytona.io/dashboard/keys and add DAYTONA_API_KEY=... to ~/.hermes/.env",
+        );
+    }
+    match hermes_tools::env::daytona::check(s).await {
+        Ok(n) => Check::ok(
+            "terminal",
+            format!(
+                "backend daytona: {} accepts the API key ({n} sandbox(es) listed); image {}",
+                s.api_url,
+                s.snapshot.as_deref().unwrap_or(&s.image)
+            ),
+        ),
+        Err(e) => Check::fail(
+            "terminal",
+            format!("backend daytona: {e}"),
+            "check DAYTONA_API_KEY (and DAYTONA_API_URL for a self-hosted Daytona)",
+        ),
+    }
+}
+
+fn modal_check(settings: &EnvironmentSettings, loaded: &Loaded) -> Check {
+    let s = &settings.modal;
+    if s.mode == ModalMode::Direct {
+        return Check::fail(
+            "terminal",
+            "backend modal: modal_mode direct needs Modal's gRPC SDK, which this build does not speak",
+            "set terminal.modal_mode: managed (Modal through the Nous tool gateway)",
+        );
+    }
+    let token = s
+        .token
+        .clone()
+        .or_else(|| hermes_tools::env::modal::token_from_auth_store(loaded.home.root()));
+    match token {
+        Some(_) => Check::ok(
+            "terminal",
+            format!(
+                "backend modal: through the tool gateway {} (token present; checked on the first command)",
+                s.gateway_url
+            ),
+        ),
+        None => Check::fail(
+            "terminal",
+            "backend modal: no Nous tool gateway token",
+            "set TOOL_GATEWAY_USER_TOKEN in ~/.hermes/.env (a Nous Portal subscription with tool gateway access)",
+        ),
+    }
+}
+
+async fn singularity_check(loaded: &Loaded) -> Check {
+    use hermes_tools::env::singularity::{check, find_executable};
+    let Some(binary) = find_executable(loaded.env.var("PATH").as_deref()) else {
+        return Check::fail(
+            "terminal",
+            "backend singularity: neither apptainer nor singularity is on PATH",
+            "install Apptainer (https://apptainer.org/docs/admin/main/installation.html), or terminal.backend: local",
+        );
+    };
+    match check(&binary).await {
+        Ok(version) => Check::ok(
+            "terminal",
+            format!("backend singularity: {} ({version})", binary.display()),
+        ),
+        Err(e) => Check::fail(
+            "terminal",
+            format!("backend singularity: {e}"),
+            "reinstall Apptainer or fix its configuration",
         ),
     }
 }
