@@ -26,8 +26,9 @@ pub enum Style {
 pub async fn run(args: &CommonArgs, prompt: &str, style: Style) -> Result<ExitCode, CliError> {
     let (runtime, mut session) = crate::session::open(args, Arc::new(Unattended))?;
     // A kanban worker keeps its claim alive for as long as this process runs.
-    let _heartbeat =
-        hermes_kanban::heartbeat::start_worker_heartbeat(&hermes_kanban::kanban_root(runtime.home().root()));
+    let _heartbeat = hermes_kanban::heartbeat::start_worker_heartbeat(&hermes_kanban::kanban_root(
+        runtime.home().root(),
+    ));
     let cancel = CancellationToken::new();
     spawn_interrupt_handler(cancel.clone());
     let ((report, unreadable), streamed) = match style {

@@ -144,7 +144,10 @@ mod tests {
 
     #[test]
     fn python_only_commands_are_named_and_ours_are_not() {
-        assert_eq!(ask(&["dashboard", "--port", "1"]).as_deref(), Some("dashboard"));
+        assert_eq!(
+            ask(&["dashboard", "--port", "1"]).as_deref(),
+            Some("dashboard")
+        );
         assert_eq!(ask(&["kanban", "list"]), None);
         assert_eq!(
             ask(&["-v", "insights", "--days", "7"]).as_deref(),

@@ -60,7 +60,10 @@ fn a_task_created_in_a_chat_is_dispatched_and_its_completion_is_told_in_the_chat
         if first_user(req).starts_with("work kanban task ") {
             return match results.len() {
                 0 => Turn::tool("kanban_show", json!({})),
-                1 => Turn::tool("kanban_complete", json!({"summary": "Found three solar studies."})),
+                1 => Turn::tool(
+                    "kanban_complete",
+                    json!({"summary": "Found three solar studies."}),
+                ),
                 _ => Turn::text("done"),
             };
         }
@@ -81,7 +84,10 @@ fn a_task_created_in_a_chat_is_dispatched_and_its_completion_is_told_in_the_chat
         telegram.base_file_url()
     ));
     home.write_config(&yaml);
-    home.write_file(".env", &format!("TELEGRAM_BOT_TOKEN={TOKEN}\nTELEGRAM_ALLOWED_USERS={ANN}\n"));
+    home.write_file(
+        ".env",
+        &format!("TELEGRAM_BOT_TOKEN={TOKEN}\nTELEGRAM_ALLOWED_USERS={ANN}\n"),
+    );
     let researcher = home.hermes_home().join("profiles/researcher");
     std::fs::create_dir_all(&researcher).unwrap();
     std::fs::write(researcher.join("config.yaml"), mock_config_yaml(&model)).unwrap();
@@ -89,8 +95,12 @@ fn a_task_created_in_a_chat_is_dispatched_and_its_completion_is_told_in_the_chat
     assert_eq!(gateway.next_line(), "telegram started");
 
     telegram.dm(ANN, "Ann", "Please research solar studies for me");
-    wait_text(&telegram, "the agent's answer", |t| t.starts_with("It is on the board"));
-    let done = wait_text(&telegram, "the completion notice", |t| t.starts_with("✅ Task "));
+    wait_text(&telegram, "the agent's answer", |t| {
+        t.starts_with("It is on the board")
+    });
+    let done = wait_text(&telegram, "the completion notice", |t| {
+        t.starts_with("✅ Task ")
+    });
     let id = done
         .strip_prefix("✅ Task ")
         .and_then(|r| r.split_once(' '))
@@ -103,12 +113,17 @@ fn a_task_created_in_a_chat_is_dispatched_and_its_completion_is_told_in_the_chat
 
     telegram.dm(ANN, "Ann", "/kanban list");
     let listed = wait_text(&telegram, "the board", |t| t.starts_with(&id));
-    assert_eq!(listed, format!("{id} done · researcher · Research solar studies"));
+    assert_eq!(
+        listed,
+        format!("{id} done · researcher · Research solar studies")
+    );
     telegram.dm(ANN, "Ann", &format!("/kanban show {id}"));
     let shown = wait_text(&telegram, "the task", |t| t.contains("latest: "));
     assert_eq!(
         shown,
-        format!("{id} · Research solar studies\nstatus done · assignee researcher\nlatest: Found three solar studies.")
+        format!(
+            "{id} · Research solar studies\nstatus done · assignee researcher\nlatest: Found three solar studies."
+        )
     );
     let (code, stderr) = gateway.terminate();
     assert_eq!(code, Some(0), "{stderr}");

@@ -21,7 +21,11 @@ use serde_json::{Value, json};
 fn profile(home: &TestHome, server: &MockServer, name: &str, extra: &str) {
     let dir = home.hermes_home().join("profiles").join(name);
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("config.yaml"), format!("{}{extra}", mock_config_yaml(server))).unwrap();
+    std::fs::write(
+        dir.join("config.yaml"),
+        format!("{}{extra}", mock_config_yaml(server)),
+    )
+    .unwrap();
 }
 
 fn kanban(home: &TestHome, args: &[&str]) -> Output {
@@ -33,7 +37,12 @@ fn kanban(home: &TestHome, args: &[&str]) -> Output {
         .env("HERMES_KANBAN_CRASH_GRACE_SECONDS", "0")
         .output()
         .unwrap();
-    assert!(o.status.success(), "hermes {all:?}: {}{}", stdout(&o), stderr(&o));
+    assert!(
+        o.status.success(),
+        "hermes {all:?}: {}{}",
+        stdout(&o),
+        stderr(&o)
+    );
     o
 }
 
@@ -42,7 +51,10 @@ fn show(home: &TestHome, id: &str) -> Value {
 }
 
 fn status(home: &TestHome, id: &str) -> String {
-    show(home, id)["task"]["status"].as_str().unwrap().to_string()
+    show(home, id)["task"]["status"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 fn dispatch(home: &TestHome) -> Value {
@@ -84,17 +96,27 @@ fn tool_results(req: &Value) -> Vec<String> {
 fn tool_names(req: &Value) -> Vec<String> {
     req["tools"]
         .as_array()
-        .map(|t| t.iter().map(|t| t["function"]["name"].as_str().unwrap().to_string()).collect())
+        .map(|t| {
+            t.iter()
+                .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
 fn system(req: &Value) -> String {
-    messages(req)[0]["content"].as_str().unwrap_or_default().to_string()
+    messages(req)[0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// The task id in a `kanban_create` result.
 fn created_id(result: &str) -> String {
-    serde_json::from_str::<Value>(result).unwrap()["task_id"].as_str().unwrap().to_string()
+    serde_json::from_str::<Value>(result).unwrap()["task_id"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 /// A worker: show its task, then complete it with a summary naming the title it read.
@@ -128,8 +150,14 @@ fn an_orchestrator_splits_a_goal_and_the_dispatcher_runs_the_tasks_in_dependency
         // The orchestrator: two research tasks, then the write-up after both.
         let results = tool_results(req);
         match results.len() {
-            0 => Turn::tool("kanban_create", json!({"title": "Research batteries", "assignee": "researcher", "body": "Costs per kWh."})),
-            1 => Turn::tool("kanban_create", json!({"title": "Research panels", "assignee": "researcher"})),
+            0 => Turn::tool(
+                "kanban_create",
+                json!({"title": "Research batteries", "assignee": "researcher", "body": "Costs per kWh."}),
+            ),
+            1 => Turn::tool(
+                "kanban_create",
+                json!({"title": "Research panels", "assignee": "researcher"}),
+            ),
             2 => Turn::tool(
                 "kanban_create",
                 json!({
@@ -147,7 +175,10 @@ fn an_orchestrator_splits_a_goal_and_the_dispatcher_runs_the_tasks_in_dependency
     profile(&home, &server, "researcher", "");
     profile(&home, &server, "writer", "");
 
-    let o = run(&home, &["-p", "planner", "-z", "Plan a report on home solar power"]);
+    let o = run(
+        &home,
+        &["-p", "planner", "-z", "Plan a report on home solar power"],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "Planned three tasks.\n");
     let plan = &server.chat_requests()[0];
@@ -156,17 +187,33 @@ fn an_orchestrator_splits_a_goal_and_the_dispatcher_runs_the_tasks_in_dependency
     assert_eq!(
         offered,
         [
-            "kanban_attach", "kanban_attachments", "kanban_block", "kanban_comment", "kanban_complete",
-            "kanban_create", "kanban_heartbeat", "kanban_link", "kanban_list", "kanban_show", "kanban_unblock"
+            "kanban_attach",
+            "kanban_attachments",
+            "kanban_block",
+            "kanban_comment",
+            "kanban_complete",
+            "kanban_create",
+            "kanban_heartbeat",
+            "kanban_link",
+            "kanban_list",
+            "kanban_show",
+            "kanban_unblock"
         ]
     );
-    assert!(system(plan).contains("# Kanban board\nYou route work"), "{}", system(plan));
+    assert!(
+        system(plan).contains("# Kanban board\nYou route work"),
+        "{}",
+        system(plan)
+    );
 
     let listed: Value = serde_json::from_str(&stdout(&kanban(&home, &["list", "--json"]))).unwrap();
     let tasks = listed.as_array().unwrap();
     assert_eq!(tasks.len(), 3);
     let by_title = |t: &str| {
-        tasks.iter().find(|x| x["title"] == t).unwrap()["id"].as_str().unwrap().to_string()
+        tasks.iter().find(|x| x["title"] == t).unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
     };
     let (batteries, panels, report) = (
         by_title("Research batteries"),
@@ -223,14 +270,21 @@ fn an_orchestrator_splits_a_goal_and_the_dispatcher_runs_the_tasks_in_dependency
         .unwrap();
     let context = &tool_results(&report_show)[0];
     assert!(context.contains("## Parent task results"), "{context}");
-    assert!(context.contains("Finished: Research batteries"), "{context}");
+    assert!(
+        context.contains("Finished: Research batteries"),
+        "{context}"
+    );
     assert!(context.contains("Finished: Research panels"), "{context}");
     // Each worker's log and run are kept.
     let runs = show(&home, &report)["runs"].clone();
     assert_eq!(runs.as_array().unwrap().len(), 1);
     assert_eq!(runs[0]["outcome"], "completed");
     assert_eq!(runs[0]["profile"], "writer");
-    assert!(home.hermes_home().join(format!("kanban/logs/{report}.log")).exists());
+    assert!(
+        home.hermes_home()
+            .join(format!("kanban/logs/{report}.log"))
+            .exists()
+    );
 }
 
 #[test]
@@ -252,14 +306,29 @@ fn a_blocked_worker_resumes_with_the_answer_a_person_gives() {
     let home = TestHome::new();
     home.write_mock_config(&server);
     profile(&home, &server, "exporter", "");
-    let created = stdout(&kanban(&home, &["create", "Export the data", "--assignee", "exporter", "--json"]));
-    let id = serde_json::from_str::<Value>(&created).unwrap()["id"].as_str().unwrap().to_string();
+    let created = stdout(&kanban(
+        &home,
+        &[
+            "create",
+            "Export the data",
+            "--assignee",
+            "exporter",
+            "--json",
+        ],
+    ));
+    let id = serde_json::from_str::<Value>(&created).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
 
     assert_eq!(spawned_ids(&dispatch(&home)), vec![id.clone()]);
     wait("the worker blocks", || status(&home, &id) == "blocked");
     let blocked = show(&home, &id);
     assert_eq!(blocked["runs"][0]["outcome"], "blocked");
-    assert_eq!(blocked["runs"][0]["summary"], "Which format should the export use?");
+    assert_eq!(
+        blocked["runs"][0]["summary"],
+        "Which format should the export use?"
+    );
     // Nothing to do while it waits for a person: a pass starts nothing.
     assert_eq!(spawned_ids(&dispatch(&home)), Vec::<String>::new());
 
@@ -267,10 +336,17 @@ fn a_blocked_worker_resumes_with_the_answer_a_person_gives() {
     assert_eq!(stdout(&o), format!("Unblocked {id}: Use PDF\n"));
     assert_eq!(status(&home, &id), "ready");
     assert_eq!(spawned_ids(&dispatch(&home)), vec![id.clone()]);
-    wait("the resumed worker completes", || status(&home, &id) == "done");
+    wait("the resumed worker completes", || {
+        status(&home, &id) == "done"
+    });
     let done = show(&home, &id);
     assert_eq!(done["latest_summary"], "Exported as PDF.");
-    let outcomes: Vec<&str> = done["runs"].as_array().unwrap().iter().map(|r| r["outcome"].as_str().unwrap()).collect();
+    let outcomes: Vec<&str> = done["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["outcome"].as_str().unwrap())
+        .collect();
     assert_eq!(outcomes, ["blocked", "completed"]);
     // The second worker read its first attempt and the answer.
     let resumed = server
@@ -280,8 +356,14 @@ fn a_blocked_worker_resumes_with_the_answer_a_person_gives() {
         .find(|r| tool_results(r)[0].contains("UNBLOCK: Use PDF"))
         .unwrap();
     let context = &tool_results(&resumed)[0];
-    assert!(context.contains("## Prior attempts on this task"), "{context}");
-    assert!(context.contains("Which format should the export use?"), "{context}");
+    assert!(
+        context.contains("## Prior attempts on this task"),
+        "{context}"
+    );
+    assert!(
+        context.contains("Which format should the export use?"),
+        "{context}"
+    );
 }
 
 #[test]
@@ -298,13 +380,28 @@ fn a_killed_worker_is_detected_and_the_task_runs_again() {
     let home = TestHome::new();
     home.write_mock_config(&server);
     profile(&home, &server, "researcher", "");
-    let created = stdout(&kanban(&home, &["create", "Slow research", "--assignee", "researcher", "--json"]));
-    let id = serde_json::from_str::<Value>(&created).unwrap()["id"].as_str().unwrap().to_string();
+    let created = stdout(&kanban(
+        &home,
+        &[
+            "create",
+            "Slow research",
+            "--assignee",
+            "researcher",
+            "--json",
+        ],
+    ));
+    let id = serde_json::from_str::<Value>(&created).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
 
     assert_eq!(spawned_ids(&dispatch(&home)), vec![id.clone()]);
     wait("the worker's model call", || hung.load(Ordering::SeqCst));
     let pid = show(&home, &id)["runs"][0]["worker_pid"].as_i64().unwrap();
-    let killed = std::process::Command::new("kill").args(["-KILL", "--", &format!("-{pid}")]).status().unwrap();
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", "--", &format!("-{pid}")])
+        .status()
+        .unwrap();
     assert!(killed.success());
     wait("the worker gone", || {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"));
@@ -315,11 +412,34 @@ fn a_killed_worker_is_detected_and_the_task_runs_again() {
     let pass = dispatch(&home);
     assert_eq!(pass["crashed"], json!([id.clone()]), "{pass}");
     assert_eq!(spawned_ids(&pass), vec![id.clone()]);
-    wait("the second worker completes", || status(&home, &id) == "done");
+    wait("the second worker completes", || {
+        status(&home, &id) == "done"
+    });
     let task = show(&home, &id);
-    let outcomes: Vec<&str> = task["runs"].as_array().unwrap().iter().map(|r| r["outcome"].as_str().unwrap()).collect();
+    let outcomes: Vec<&str> = task["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["outcome"].as_str().unwrap())
+        .collect();
     assert_eq!(outcomes, ["crashed", "completed"]);
     assert_eq!(task["runs"][0]["error"], format!("pid {pid} not alive"));
-    let kinds: Vec<&str> = task["events"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["created", "claimed", "spawned", "crashed", "claimed", "spawned", "completed"]);
+    let kinds: Vec<&str> = task["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "created",
+            "claimed",
+            "spawned",
+            "crashed",
+            "claimed",
+            "spawned",
+            "completed"
+        ]
+    );
 }

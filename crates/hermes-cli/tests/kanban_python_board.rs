@@ -47,7 +47,8 @@ fn a_python_board_lists_and_dispatches_unchanged() {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("config.yaml"), mock_config_yaml(&server)).unwrap();
     }
-    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kanban/python-board.db");
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/kanban/python-board.db");
     std::fs::copy(fixture, home.hermes_home().join("kanban.db")).unwrap();
 
     let listed = kanban(&home, &["list"]);
@@ -66,30 +67,54 @@ fn a_python_board_lists_and_dispatches_unchanged() {
     assert_eq!(
         rows,
         [
-            (READY.into(), "ready".into(), "Collect sources on solar panels".into()),
+            (
+                READY.into(),
+                "ready".into(),
+                "Collect sources on solar panels".into()
+            ),
             (TODO.into(), "todo".into(), "Draft the summary".into()),
             (DONE.into(), "done".into(), "Old finished chore".into()),
-            (BLOCKED.into(), "blocked".into(), "Ask the user about budget".into()),
+            (
+                BLOCKED.into(),
+                "blocked".into(),
+                "Ask the user about budget".into()
+            ),
         ]
     );
     let ready = kanban(&home, &["show", READY]);
-    assert_eq!(ready["comments"][0]["body"], "Prefer peer-reviewed sources.");
+    assert_eq!(
+        ready["comments"][0]["body"],
+        "Prefer peer-reviewed sources."
+    );
     assert_eq!(ready["children"], json!([TODO]));
     let done = kanban(&home, &["show", DONE]);
-    assert_eq!(done["latest_summary"], "Chore done: cleaned the notes folder.");
-    assert_eq!(done["runs"][0]["metadata"], json!({"changed_files": ["notes/"]}));
+    assert_eq!(
+        done["latest_summary"],
+        "Chore done: cleaned the notes folder."
+    );
+    assert_eq!(
+        done["runs"][0]["metadata"],
+        json!({"changed_files": ["notes/"]})
+    );
     let blocked = kanban(&home, &["show", BLOCKED]);
     assert_eq!(blocked["runs"][0]["summary"], "What is the budget?");
 
     let pass = kanban(&home, &["dispatch"]);
     assert_eq!(pass["spawned"][0][0], READY, "{pass}");
     assert_eq!(pass["spawned"].as_array().unwrap().len(), 1, "{pass}");
-    wait("the Python task done", || kanban(&home, &["show", READY])["task"]["status"] == "done");
+    wait("the Python task done", || {
+        kanban(&home, &["show", READY])["task"]["status"] == "done"
+    });
     let pass = kanban(&home, &["dispatch"]);
     assert_eq!(pass["spawned"][0][0], TODO, "{pass}");
-    wait("its child done", || kanban(&home, &["show", TODO])["task"]["status"] == "done");
+    wait("its child done", || {
+        kanban(&home, &["show", TODO])["task"]["status"] == "done"
+    });
     // The block a Python worker made still holds.
-    assert_eq!(kanban(&home, &["show", BLOCKED])["task"]["status"], "blocked");
+    assert_eq!(
+        kanban(&home, &["show", BLOCKED])["task"]["status"],
+        "blocked"
+    );
     // The child read its Python parent's comment-free handoff and the Rust summary.
     let context = server
         .chat_requests()

@@ -423,9 +423,9 @@ impl Board {
 
     /// The task's events, oldest first, after event id `after` (0 for all).
     pub fn events(&self, id: &str, after: i64) -> Result<Vec<Event>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT * FROM task_events WHERE task_id = ? AND id > ? ORDER BY id",
-        )?;
+        let mut stmt = self
+            .conn
+            .prepare("SELECT * FROM task_events WHERE task_id = ? AND id > ? ORDER BY id")?;
         let rows = stmt.query_map(params![id, after], Event::from_row)?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
@@ -484,22 +484,23 @@ impl Board {
         std::fs::write(&path, bytes).map_err(|e| KanbanError::io(&path, e))?;
         let stored = path.to_string_lossy().to_string();
         let created = now();
-        let aid = self.write(|c| {
-            c.execute(
+        let aid =
+            self.write(|c| {
+                c.execute(
                 "INSERT INTO task_attachments (task_id, filename, stored_path, content_type, size, \
                  uploaded_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 params![id, safe, stored, content_type, bytes.len() as i64, uploaded_by, created],
             )?;
-            let aid = c.last_insert_rowid();
-            append_event(
-                c,
-                id,
-                "attached",
-                Some(json!({"attachment_id": aid, "filename": safe, "size": bytes.len()})),
-                None,
-            )?;
-            Ok(aid)
-        })?;
+                let aid = c.last_insert_rowid();
+                append_event(
+                    c,
+                    id,
+                    "attached",
+                    Some(json!({"attachment_id": aid, "filename": safe, "size": bytes.len()})),
+                    None,
+                )?;
+                Ok(aid)
+            })?;
         Ok(Attachment {
             id: aid,
             task_id: id.to_string(),
@@ -534,9 +535,9 @@ impl Board {
     }
 
     pub fn attachments(&self, id: &str) -> Result<Vec<Attachment>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT * FROM task_attachments WHERE task_id = ? ORDER BY created_at, id",
-        )?;
+        let mut stmt = self
+            .conn
+            .prepare("SELECT * FROM task_attachments WHERE task_id = ? ORDER BY created_at, id")?;
         let rows = stmt.query_map([id], |r| {
             Ok(Attachment {
                 id: r.get("id")?,
@@ -615,7 +616,8 @@ fn missing_tasks(c: &Connection, ids: &[String]) -> Result<Vec<String>> {
 
 fn parents_all_done(c: &Connection, parents: &[String]) -> Result<bool> {
     for p in parents {
-        let status: String = c.query_row("SELECT status FROM tasks WHERE id = ?", [p], |r| r.get(0))?;
+        let status: String =
+            c.query_row("SELECT status FROM tasks WHERE id = ?", [p], |r| r.get(0))?;
         if status != "done" {
             return Ok(false);
         }
@@ -654,8 +656,7 @@ pub fn canonical_profile(raw: &str) -> Result<String> {
     let p = raw.trim().to_lowercase();
     let ok = !p.is_empty()
         && p.len() <= 64
-        && p
-            .chars()
+        && p.chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
     if ok {
         Ok(p)

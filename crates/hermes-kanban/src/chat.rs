@@ -40,7 +40,10 @@ fn run_inner(root: &Path, args: &str, author: &str) -> Result<String> {
     Ok(match verb.as_str() {
         "list" | "ls" => {
             board.recompute_ready(None)?;
-            let status = Some(id.as_str()).filter(|s| !s.is_empty()).map(Status::parse).transpose()?;
+            let status = Some(id.as_str())
+                .filter(|s| !s.is_empty())
+                .map(Status::parse)
+                .transpose()?;
             let tasks = board.list(&ListFilter {
                 status,
                 limit: Some(30),
@@ -51,7 +54,15 @@ fn run_inner(root: &Path, args: &str, author: &str) -> Result<String> {
             } else {
                 tasks
                     .iter()
-                    .map(|t| format!("{} {} · {} · {}", t.id, t.status, t.assignee.as_deref().unwrap_or("-"), t.title))
+                    .map(|t| {
+                        format!(
+                            "{} {} · {} · {}",
+                            t.id,
+                            t.status,
+                            t.assignee.as_deref().unwrap_or("-"),
+                            t.title
+                        )
+                    })
                     .collect::<Vec<_>>()
                     .join("\n")
             }
@@ -59,7 +70,13 @@ fn run_inner(root: &Path, args: &str, author: &str) -> Result<String> {
         "show" => {
             need_id(&id)?;
             let t = board.get(&id)?;
-            let mut out = format!("{} · {}\nstatus {} · assignee {}", t.id, t.title, t.status, t.assignee.as_deref().unwrap_or("-"));
+            let mut out = format!(
+                "{} · {}\nstatus {} · assignee {}",
+                t.id,
+                t.title,
+                t.status,
+                t.assignee.as_deref().unwrap_or("-")
+            );
             if let Some(s) = board.latest_summary(&id)? {
                 out.push_str(&format!("\nlatest: {s}"));
             }
@@ -95,12 +112,28 @@ fn run_inner(root: &Path, args: &str, author: &str) -> Result<String> {
         "complete" | "done" => {
             need_id(&id)?;
             let summary = Some(rest.as_str()).filter(|r| !r.is_empty());
-            let done = board.complete(&id, &Completion { result: None, summary, metadata: None, expected_run: None })?;
-            if done { format!("Completed {id}.") } else { format!("{id} cannot be completed now.") }
+            let done = board.complete(
+                &id,
+                &Completion {
+                    result: None,
+                    summary,
+                    metadata: None,
+                    expected_run: None,
+                },
+            )?;
+            if done {
+                format!("Completed {id}.")
+            } else {
+                format!("{id} cannot be completed now.")
+            }
         }
         "archive" => {
             need_id(&id)?;
-            if board.archive(&id)? { format!("Archived {id}.") } else { format!("{id} is already archived.") }
+            if board.archive(&id)? {
+                format!("Archived {id}.")
+            } else {
+                format!("{id} is already archived.")
+            }
         }
         _ => USAGE.to_string(),
     })

@@ -28,7 +28,10 @@ pub fn worker_context(board: &Board, id: &str) -> Result<String> {
     let mut out: Vec<String> = vec![
         format!("# Kanban task {}: {}", task.id, task.title),
         String::new(),
-        format!("Assignee: {}", task.assignee.as_deref().unwrap_or("(unassigned)")),
+        format!(
+            "Assignee: {}",
+            task.assignee.as_deref().unwrap_or("(unassigned)")
+        ),
         format!("Status:   {}", task.status),
     ];
     if let Some(t) = &task.tenant {
@@ -57,9 +60,20 @@ pub fn worker_context(board: &Board, id: &str) -> Result<String> {
         out.push("Files attached to this task; read them with your file tools.".into());
         for a in &attachments {
             let kb = a.size / 1024;
-            let size = if kb > 0 { format!(", {kb} KB") } else { String::new() };
-            let ctype = a.content_type.as_deref().map(|c| format!(", {c}")).unwrap_or_default();
-            out.push(format!("- `{}`{ctype}{size} → `{}`", a.filename, a.stored_path));
+            let size = if kb > 0 {
+                format!(", {kb} KB")
+            } else {
+                String::new()
+            };
+            let ctype = a
+                .content_type
+                .as_deref()
+                .map(|c| format!(", {c}"))
+                .unwrap_or_default();
+            out.push(format!(
+                "- `{}`{ctype}{size} → `{}`",
+                a.filename, a.stored_path
+            ));
         }
         out.push(String::new());
     }
@@ -72,7 +86,9 @@ pub fn worker_context(board: &Board, id: &str) -> Result<String> {
         out.push("## Prior attempts on this task".into());
         let skip = prior.len().saturating_sub(MAX_PRIOR_ATTEMPTS);
         if skip > 0 {
-            out.push(format!("_({skip} earlier attempts omitted; showing most recent {MAX_PRIOR_ATTEMPTS})_"));
+            out.push(format!(
+                "_({skip} earlier attempts omitted; showing most recent {MAX_PRIOR_ATTEMPTS})_"
+            ));
         }
         for (i, run) in prior.iter().enumerate().skip(skip) {
             out.push(format!(
@@ -89,7 +105,10 @@ pub fn worker_context(board: &Board, id: &str) -> Result<String> {
                 out.push(format!("_error_: {}", cap(e, MAX_FIELD_CHARS)));
             }
             if let Some(m) = &run.metadata {
-                out.push(format!("_metadata_: `{}`", cap(&m.to_string(), MAX_FIELD_CHARS)));
+                out.push(format!(
+                    "_metadata_: `{}`",
+                    cap(&m.to_string(), MAX_FIELD_CHARS)
+                ));
             }
             out.push(String::new());
         }
@@ -97,7 +116,9 @@ pub fn worker_context(board: &Board, id: &str) -> Result<String> {
     let parents = board.parents(id)?;
     let mut parent_lines = Vec::new();
     for pid in &parents {
-        let Some(parent) = board.find(pid)? else { continue };
+        let Some(parent) = board.find(pid)? else {
+            continue;
+        };
         if parent.status != "done" {
             continue;
         }
@@ -106,14 +127,24 @@ pub fn worker_context(board: &Board, id: &str) -> Result<String> {
             .map(|t| format!(" (completed {} ago)", age(t, now)))
             .unwrap_or_default();
         parent_lines.push(format!("### {pid}: {}{when}", parent.title));
-        let latest = board.runs(pid)?.into_iter().rev().find(|r| r.outcome.as_deref() == Some("completed"));
-        match (latest.as_ref().and_then(|r| r.summary.as_deref()), parent.result.as_deref()) {
+        let latest = board
+            .runs(pid)?
+            .into_iter()
+            .rev()
+            .find(|r| r.outcome.as_deref() == Some("completed"));
+        match (
+            latest.as_ref().and_then(|r| r.summary.as_deref()),
+            parent.result.as_deref(),
+        ) {
             (Some(s), _) if !s.is_empty() => parent_lines.push(cap(s, MAX_FIELD_CHARS)),
             (_, Some(r)) if !r.is_empty() => parent_lines.push(cap(r, MAX_FIELD_CHARS)),
             _ => parent_lines.push("(no result recorded)".into()),
         }
         if let Some(m) = latest.as_ref().and_then(|r| r.metadata.as_ref()) {
-            parent_lines.push(format!("_metadata_: `{}`", cap(&m.to_string(), MAX_FIELD_CHARS)));
+            parent_lines.push(format!(
+                "_metadata_: `{}`",
+                cap(&m.to_string(), MAX_FIELD_CHARS)
+            ));
         }
         parent_lines.push(String::new());
     }
@@ -126,11 +157,21 @@ pub fn worker_context(board: &Board, id: &str) -> Result<String> {
         out.push("## Comment thread".into());
         let skip = comments.len().saturating_sub(MAX_COMMENTS);
         if skip > 0 {
-            out.push(format!("_({skip} earlier comments omitted; showing most recent {MAX_COMMENTS})_"));
+            out.push(format!(
+                "_({skip} earlier comments omitted; showing most recent {MAX_COMMENTS})_"
+            ));
         }
         for c in comments.iter().skip(skip) {
-            let author: String = c.author.chars().filter(|ch| *ch != '`' && !ch.is_control()).take(64).collect();
-            out.push(format!("comment from `{author}` {} ago:", age(c.created_at, now)));
+            let author: String = c
+                .author
+                .chars()
+                .filter(|ch| *ch != '`' && !ch.is_control())
+                .take(64)
+                .collect();
+            out.push(format!(
+                "comment from `{author}` {} ago:",
+                age(c.created_at, now)
+            ));
             out.push(cap(&c.body, MAX_COMMENT_CHARS));
             out.push(String::new());
         }

@@ -205,7 +205,9 @@ impl Dispatcher {
             if now - started <= max {
                 continue;
             }
-            let Ok(pgid) = u32::try_from(pid) else { continue };
+            let Ok(pgid) = u32::try_from(pid) else {
+                continue;
+            };
             hermes_tools::terminal::signal_group(pgid, libc::SIGTERM);
             let deadline = Instant::now() + TERMINATE_GRACE;
             while pid_alive(pid) && Instant::now() < deadline {
@@ -233,7 +235,12 @@ impl Dispatcher {
             if released {
                 crate::lifecycle::close_run_timed_out(board, &task.id, &error, pid, &lock, max)?;
                 report.timed_out.push(task.id.clone());
-                if board.record_failure(&task.id, &error, "timed_out", self.settings.failure_limit)? {
+                if board.record_failure(
+                    &task.id,
+                    &error,
+                    "timed_out",
+                    self.settings.failure_limit,
+                )? {
                     report.auto_blocked.push(task.id);
                 }
             }
@@ -261,7 +268,11 @@ impl Dispatcher {
             if task.claim_lock.is_some() {
                 continue;
             }
-            if self.settings.max_in_progress.is_some_and(|cap| in_progress >= cap) {
+            if self
+                .settings
+                .max_in_progress
+                .is_some_and(|cap| in_progress >= cap)
+            {
                 break;
             }
             let assignee = match (&task.assignee, &default_assignee) {
@@ -317,7 +328,11 @@ impl Dispatcher {
                     *per_profile.entry(assignee).or_default() += 1;
                 }
                 Err(e) => {
-                    if board.record_spawn_failure(&claimed.id, &e.to_string(), self.settings.failure_limit)? {
+                    if board.record_spawn_failure(
+                        &claimed.id,
+                        &e.to_string(),
+                        self.settings.failure_limit,
+                    )? {
                         report.auto_blocked.push(claimed.id);
                     }
                 }
@@ -341,7 +356,8 @@ impl Dispatcher {
 
     fn start_worker(&self, task: &Task, assignee: &str, workspace: &Path) -> Result<Child> {
         use std::os::unix::process::CommandExt;
-        std::fs::create_dir_all(&self.paths.logs).map_err(|e| KanbanError::io(&self.paths.logs, e))?;
+        std::fs::create_dir_all(&self.paths.logs)
+            .map_err(|e| KanbanError::io(&self.paths.logs, e))?;
         let log_path = self.paths.worker_log(&task.id);
         rotate_log(
             &log_path,
@@ -466,7 +482,10 @@ mod tests {
         std::fs::write(&log, "0123456789").unwrap();
         rotate_log(&log, 5, 1);
         assert!(!log.exists());
-        assert_eq!(std::fs::read_to_string(dir.path().join("t.log.1")).unwrap(), "0123456789");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("t.log.1")).unwrap(),
+            "0123456789"
+        );
         std::fs::write(&log, "small").unwrap();
         rotate_log(&log, 100, 1);
         assert!(log.exists());

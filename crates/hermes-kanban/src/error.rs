@@ -9,7 +9,9 @@ pub enum KanbanError {
         path: PathBuf,
         source: rusqlite::Error,
     },
-    #[error("{path} is not a kanban board (no SQLite header); move it away and run `hermes kanban init`")]
+    #[error(
+        "{path} is not a kanban board (no SQLite header); move it away and run `hermes kanban init`"
+    )]
     NotADatabase { path: PathBuf },
     #[error("kanban database error: {0}")]
     Sql(#[from] rusqlite::Error),
@@ -30,7 +32,9 @@ pub enum KanbanError {
     Cycle { parent: String, child: String },
     #[error("a task cannot depend on itself ({0})")]
     SelfLink(String),
-    #[error("invalid board name `{0}`: 1-64 characters, lowercase letters, digits, `-` or `_`, not starting with `-` or `_`")]
+    #[error(
+        "invalid board name `{0}`: 1-64 characters, lowercase letters, digits, `-` or `_`, not starting with `-` or `_`"
+    )]
     InvalidBoard(String),
     #[error("board `{0}` does not exist; create it with `hermes kanban boards create {0}`")]
     UnknownBoard(String),
@@ -51,7 +55,9 @@ pub enum KanbanError {
     },
     #[error("attachment of {size} bytes is over the {max}-byte limit")]
     AttachmentTooLarge { size: u64, max: u64 },
-    #[error("this worker is scoped to task {own}; refusing to change {other}. Use kanban_comment to hand information to other tasks, or kanban_create for follow-up work")]
+    #[error(
+        "this worker is scoped to task {own}; refusing to change {other}. Use kanban_comment to hand information to other tasks, or kanban_create for follow-up work"
+    )]
     NotOwnTask { own: String, other: String },
     #[error("the worker could not be started: {0}")]
     Spawn(String),

@@ -16,8 +16,8 @@ pub mod board;
 pub mod chat;
 pub mod context;
 pub mod dispatch;
-pub mod heartbeat;
 pub mod error;
+pub mod heartbeat;
 pub mod lifecycle;
 pub mod model;
 pub mod notify;
@@ -40,7 +40,9 @@ pub use tools::{Scope, WorkerScope, kanban_tools};
 /// profile's (the board is shared by all profiles, as in Python).
 pub fn kanban_root(home: &std::path::Path) -> std::path::PathBuf {
     let parent = home.parent();
-    if parent.and_then(|p| p.file_name()).is_some_and(|n| n == "profiles")
+    if parent
+        .and_then(|p| p.file_name())
+        .is_some_and(|n| n == "profiles")
         && let Some(base) = parent.and_then(|p| p.parent())
     {
         return base.to_path_buf();

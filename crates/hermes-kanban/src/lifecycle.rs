@@ -110,7 +110,9 @@ impl Board {
                 .collect::<rusqlite::Result<_>>()?;
             let mut promoted = 0;
             for (id, status, failures, max_retries) in rows {
-                if status == "blocked" && (sticky_block(c, &id)? || failures >= max_retries.unwrap_or(limit)) {
+                if status == "blocked"
+                    && (sticky_block(c, &id)? || failures >= max_retries.unwrap_or(limit))
+                {
                     continue;
                 }
                 if !parents_finished(c, &id)? {
@@ -215,7 +217,13 @@ impl Board {
                 )?;
             }
             if let Some(note) = note.map(str::trim).filter(|n| !n.is_empty()) {
-                append_event(c, id, "heartbeat", Some(json!({"note": truncate(note, 500)})), run)?;
+                append_event(
+                    c,
+                    id,
+                    "heartbeat",
+                    Some(json!({"note": truncate(note, 500)})),
+                    run,
+                )?;
             }
             Ok(true)
         })
@@ -224,10 +232,16 @@ impl Board {
     /// Records the worker's pid on the task and its run.
     pub fn set_worker_pid(&self, id: &str, pid: u32) -> Result<()> {
         self.write(|c| {
-            c.execute("UPDATE tasks SET worker_pid = ? WHERE id = ?", params![pid, id])?;
+            c.execute(
+                "UPDATE tasks SET worker_pid = ? WHERE id = ?",
+                params![pid, id],
+            )?;
             let run = current_run(c, id)?;
             if let Some(run) = run {
-                c.execute("UPDATE task_runs SET worker_pid = ? WHERE id = ?", params![pid, run])?;
+                c.execute(
+                    "UPDATE task_runs SET worker_pid = ? WHERE id = ?",
+                    params![pid, run],
+                )?;
             }
             append_event(c, id, "spawned", Some(json!({"pid": pid})), run)
         })
@@ -291,7 +305,12 @@ impl Board {
                 .query_row(
                     "SELECT block_kind, block_recurrences FROM tasks WHERE id = ?",
                     [id],
-                    |r| Ok((r.get::<_, Option<String>>(0)?, r.get::<_, Option<i64>>(1)?.unwrap_or(0))),
+                    |r| {
+                        Ok((
+                            r.get::<_, Option<String>>(0)?,
+                            r.get::<_, Option<i64>>(1)?.unwrap_or(0),
+                        ))
+                    },
                 )
                 .optional()?
             else {
@@ -300,7 +319,11 @@ impl Board {
             let (status, recurrences, event) = if kind == Some(BlockKind::Dependency) {
                 ("todo", prev_rec, "dependency_wait")
             } else {
-                let rec = if prev_kind.as_deref() == kind_str { prev_rec + 1 } else { 1 };
+                let rec = if prev_kind.as_deref() == kind_str {
+                    prev_rec + 1
+                } else {
+                    1
+                };
                 if rec >= BLOCK_RECURRENCE_LIMIT {
                     ("triage", rec, "block_loop_detected")
                 } else {
@@ -472,7 +495,15 @@ impl Board {
                 }
                 WorkerExit::Vanished => {}
             }
-            let run = end_run(c, id, "crashed", "crashed", None, Some(&error), Some(&payload))?;
+            let run = end_run(
+                c,
+                id,
+                "crashed",
+                "crashed",
+                None,
+                Some(&error),
+                Some(&payload),
+            )?;
             append_event(c, id, kind, Some(payload), run)?;
             Ok(true)
         })?;
@@ -486,7 +517,13 @@ impl Board {
     /// Counts a failure on a task the caller already put back in `ready`; parks it in
     /// `blocked` (event `gave_up`) once the task's limit (its `max_retries`, else
     /// `failure_limit`) is reached. Returns whether it tripped.
-    pub fn record_failure(&self, id: &str, error: &str, outcome: &str, failure_limit: i64) -> Result<bool> {
+    pub fn record_failure(
+        &self,
+        id: &str,
+        error: &str,
+        outcome: &str,
+        failure_limit: i64,
+    ) -> Result<bool> {
         let error = truncate(error, 500);
         self.write(|c| {
             let Some((failures, max_retries)) = c
@@ -546,7 +583,15 @@ impl Board {
                 [id],
             )?;
             if n == 1 {
-                let run = end_run(c, id, "spawn_failed", "spawn_failed", None, Some(&error), None)?;
+                let run = end_run(
+                    c,
+                    id,
+                    "spawn_failed",
+                    "spawn_failed",
+                    None,
+                    Some(&error),
+                    None,
+                )?;
                 append_event(c, id, "spawn_failed", Some(json!({"error": error})), run)?;
             }
             Ok(())
@@ -603,7 +648,15 @@ impl Board {
                     return Ok(false);
                 }
                 let stale_lock = format!("stale_lock={}", lock.clone().unwrap_or_default());
-                let run = end_run(c, &id, "reclaimed", "reclaimed", None, Some(&stale_lock), None)?;
+                let run = end_run(
+                    c,
+                    &id,
+                    "reclaimed",
+                    "reclaimed",
+                    None,
+                    Some(&stale_lock),
+                    None,
+                )?;
                 append_event(
                     c,
                     &id,
@@ -672,12 +725,13 @@ fn sticky_block(c: &Connection, id: &str) -> Result<bool> {
 }
 
 pub(crate) fn current_run(c: &Connection, id: &str) -> Result<Option<i64>> {
-    Ok(c
-        .query_row("SELECT current_run_id FROM tasks WHERE id = ?", [id], |r| {
+    Ok(
+        c.query_row("SELECT current_run_id FROM tasks WHERE id = ?", [id], |r| {
             r.get::<_, Option<i64>>(0)
         })
         .optional()?
-        .flatten())
+        .flatten(),
+    )
 }
 
 /// Closes the task's current run and clears the pointer; the run's id, if there was one.
@@ -722,7 +776,9 @@ fn synthesize_run(
 ) -> Result<i64> {
     let now = now();
     let profile: Option<String> =
-        c.query_row("SELECT assignee FROM tasks WHERE id = ?", [id], |r| r.get(0))?;
+        c.query_row("SELECT assignee FROM tasks WHERE id = ?", [id], |r| {
+            r.get(0)
+        })?;
     c.execute(
         "INSERT INTO task_runs (task_id, profile, status, started_at, ended_at, outcome, summary, metadata) \
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

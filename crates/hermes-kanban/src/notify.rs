@@ -39,13 +39,27 @@ impl Board {
             c.execute(
                 "INSERT OR IGNORE INTO kanban_notify_subs (task_id, platform, chat_id, thread_id, \
                  user_id, created_at, last_event_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                params![task, platform, chat_id, thread_id.unwrap_or(""), user_id, now(), last],
+                params![
+                    task,
+                    platform,
+                    chat_id,
+                    thread_id.unwrap_or(""),
+                    user_id,
+                    now(),
+                    last
+                ],
             )?;
             Ok(())
         })
     }
 
-    pub fn unsubscribe(&self, task: &str, platform: &str, chat_id: &str, thread_id: Option<&str>) -> Result<bool> {
+    pub fn unsubscribe(
+        &self,
+        task: &str,
+        platform: &str,
+        chat_id: &str,
+        thread_id: Option<&str>,
+    ) -> Result<bool> {
         self.write(|c| {
             Ok(c.execute(
                 "DELETE FROM kanban_notify_subs WHERE task_id = ? AND platform = ? AND chat_id = ? \

@@ -149,7 +149,8 @@ pub fn normalize_slug(raw: &str) -> Result<String> {
     let first_ok = chars
         .next()
         .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    let rest_ok = chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+    let rest_ok =
+        chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
     if first_ok && rest_ok && s.len() <= 64 {
         Ok(s)
     } else {

@@ -129,7 +129,11 @@ const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     ("tasks", "tenant", "TEXT"),
     ("tasks", "result", "TEXT"),
     ("tasks", "idempotency_key", "TEXT"),
-    ("tasks", "consecutive_failures", "INTEGER NOT NULL DEFAULT 0"),
+    (
+        "tasks",
+        "consecutive_failures",
+        "INTEGER NOT NULL DEFAULT 0",
+    ),
     ("tasks", "worker_pid", "INTEGER"),
     ("tasks", "last_failure_error", "TEXT"),
     ("tasks", "max_runtime_seconds", "INTEGER"),

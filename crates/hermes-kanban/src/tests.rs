@@ -32,7 +32,19 @@ fn status(board: &Board, id: &str) -> String {
 }
 
 fn done(board: &Board, id: &str) {
-    assert!(board.complete(id, &Completion { result: None, summary: Some("ok"), metadata: None, expected_run: None }).unwrap());
+    assert!(
+        board
+            .complete(
+                id,
+                &Completion {
+                    result: None,
+                    summary: Some("ok"),
+                    metadata: None,
+                    expected_run: None
+                }
+            )
+            .unwrap()
+    );
 }
 
 #[test]
@@ -47,8 +59,17 @@ fn children_wait_for_every_parent() {
     assert_eq!(status(&b, &child), "todo");
     b.archive(&c).unwrap();
     assert_eq!(status(&b, &child), "ready");
-    assert!(matches!(b.create(&NewTask { parents: vec!["t_nope".into()], ..NewTask::titled("x") }), Err(KanbanError::UnknownParents(_))));
-    assert!(matches!(b.create(&NewTask::titled("  ")), Err(KanbanError::TitleRequired)));
+    assert!(matches!(
+        b.create(&NewTask {
+            parents: vec!["t_nope".into()],
+            ..NewTask::titled("x")
+        }),
+        Err(KanbanError::UnknownParents(_))
+    ));
+    assert!(matches!(
+        b.create(&NewTask::titled("  ")),
+        Err(KanbanError::TitleRequired)
+    ));
 }
 
 #[test]
@@ -79,7 +100,12 @@ fn a_claim_is_won_once() {
     assert!(b.heartbeat(&a, "host:1", Some("halfway")).unwrap());
     assert!(!b.heartbeat(&a, "host:2", None).unwrap());
     // A worker's completion only counts for its own run.
-    let stale = Completion { result: None, summary: Some("x"), metadata: None, expected_run: Some(first.current_run_id.unwrap() + 99) };
+    let stale = Completion {
+        result: None,
+        summary: Some("x"),
+        metadata: None,
+        expected_run: Some(first.current_run_id.unwrap() + 99),
+    };
     assert!(!b.complete(&a, &stale).unwrap());
     assert_eq!(status(&b, &a), "running");
 }
@@ -89,21 +115,41 @@ fn blocks_route_by_kind_and_a_loop_goes_to_triage() {
     let (_d, b) = board();
     let a = task(&b, "a", &[]);
     b.claim(&a, "h:1", 60).unwrap();
-    assert_eq!(b.block(&a, Some("need the key"), Some(BlockKind::NeedsInput), None).unwrap(), Some(BlockOutcome::Blocked));
+    assert_eq!(
+        b.block(&a, Some("need the key"), Some(BlockKind::NeedsInput), None)
+            .unwrap(),
+        Some(BlockOutcome::Blocked)
+    );
     // A person's block is sticky: promotion never lifts it.
     b.recompute_ready(None).unwrap();
     assert_eq!(status(&b, &a), "blocked");
     assert!(b.unblock(&a).unwrap());
     assert_eq!(status(&b, &a), "ready");
     b.claim(&a, "h:1", 60).unwrap();
-    assert_eq!(b.block(&a, Some("need the key again"), Some(BlockKind::NeedsInput), None).unwrap(), Some(BlockOutcome::Triage));
+    assert_eq!(
+        b.block(
+            &a,
+            Some("need the key again"),
+            Some(BlockKind::NeedsInput),
+            None
+        )
+        .unwrap(),
+        Some(BlockOutcome::Triage)
+    );
     assert_eq!(status(&b, &a), "triage");
 
     let d = task(&b, "d", &[]);
     b.claim(&d, "h:1", 60).unwrap();
-    assert_eq!(b.block(&d, Some("waiting on a"), Some(BlockKind::Dependency), None).unwrap(), Some(BlockOutcome::Todo));
+    assert_eq!(
+        b.block(&d, Some("waiting on a"), Some(BlockKind::Dependency), None)
+            .unwrap(),
+        Some(BlockOutcome::Todo)
+    );
     assert_eq!(status(&b, &d), "todo");
-    assert!(b.block(&d, None, None, None).unwrap().is_none(), "a todo task cannot be blocked");
+    assert!(
+        b.block(&d, None, None, None).unwrap().is_none(),
+        "a todo task cannot be blocked"
+    );
 }
 
 #[test]
@@ -113,19 +159,32 @@ fn failures_park_a_task_at_the_limit() {
     for round in 1..=2 {
         let t = b.claim(&a, "h:1", 60).unwrap().unwrap();
         b.set_worker_pid(&a, 4242).unwrap();
-        let tripped = b.record_worker_exit(&a, 4242, "h:1", &WorkerExit::Code(3), 2).unwrap();
+        let tripped = b
+            .record_worker_exit(&a, 4242, "h:1", &WorkerExit::Code(3), 2)
+            .unwrap();
         assert_eq!(tripped, Some(round == 2), "round {round}");
         assert!(t.current_run_id.is_some());
     }
     let t = b.get(&a).unwrap();
     assert_eq!(t.status, "blocked");
     assert_eq!(t.consecutive_failures, 2);
-    assert_eq!(t.last_failure_error.as_deref(), Some("pid 4242 exited with code 3"));
+    assert_eq!(
+        t.last_failure_error.as_deref(),
+        Some("pid 4242 exited with code 3")
+    );
     // Given up by the breaker, not by a person: still not promoted while over the limit.
     b.recompute_ready(None).unwrap();
     assert_eq!(status(&b, &a), "blocked");
-    let kinds: Vec<String> = b.events(&a, 0).unwrap().into_iter().map(|e| e.kind).collect();
-    assert!(kinds.ends_with(&["crashed".to_string(), "gave_up".to_string()]), "{kinds:?}");
+    let kinds: Vec<String> = b
+        .events(&a, 0)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    assert!(
+        kinds.ends_with(&["crashed".to_string(), "gave_up".to_string()]),
+        "{kinds:?}"
+    );
     // An unblock resets the counter.
     assert!(b.unblock(&a).unwrap());
     assert_eq!(b.get(&a).unwrap().consecutive_failures, 0);
@@ -140,7 +199,9 @@ fn an_expired_claim_is_reclaimed_unless_its_local_worker_lives() {
     let local = format!("{}:1", crate::lifecycle::host_name());
     b.claim(&c, &local, -5).unwrap();
     b.set_worker_pid(&c, std::process::id()).unwrap();
-    let reclaimed = b.release_stale_claims(&|pid| pid == i64::from(std::process::id())).unwrap();
+    let reclaimed = b
+        .release_stale_claims(&|pid| pid == i64::from(std::process::id()))
+        .unwrap();
     assert_eq!(reclaimed, vec![a.clone()]);
     assert_eq!(status(&b, &a), "ready");
     assert_eq!(status(&b, &c), "running");
@@ -155,13 +216,21 @@ fn an_idempotency_key_returns_the_same_task_and_attachments_are_bounded() {
     new.idempotency_key = Some("k1".into());
     let a = b.create(&new).unwrap();
     assert_eq!(b.create(&new).unwrap(), a);
-    let att = b.attach_bytes(&a, "../../x.txt", b"hello", Some("text/plain"), Some("me")).unwrap();
+    let att = b
+        .attach_bytes(&a, "../../x.txt", b"hello", Some("text/plain"), Some("me"))
+        .unwrap();
     assert_eq!(att.filename, "x.txt");
-    assert!(att.stored_path.ends_with(&format!("kanban/attachments/{a}/x.txt")));
+    assert!(
+        att.stored_path
+            .ends_with(&format!("kanban/attachments/{a}/x.txt"))
+    );
     let again = b.attach_bytes(&a, "x.txt", b"again", None, None).unwrap();
     assert!(again.stored_path.ends_with("x-1.txt"));
     let big = vec![0u8; (crate::board::ATTACHMENT_MAX_BYTES + 1) as usize];
-    assert!(matches!(b.attach_bytes(&a, "big", &big, None, None), Err(KanbanError::AttachmentTooLarge { .. })));
+    assert!(matches!(
+        b.attach_bytes(&a, "big", &big, None, None),
+        Err(KanbanError::AttachmentTooLarge { .. })
+    ));
 }
 
 #[test]
@@ -170,11 +239,18 @@ fn subscriptions_hear_each_event_once_and_end_with_the_task() {
     let a = task(&b, "a", &[]);
     b.subscribe(&a, "telegram", "42", None, Some("7")).unwrap();
     b.claim(&a, "h:1", 60).unwrap();
-    b.block(&a, Some("which one?"), Some(BlockKind::NeedsInput), None).unwrap();
+    b.block(&a, Some("which one?"), Some(BlockKind::NeedsInput), None)
+        .unwrap();
     let sub = b.subscriptions(Some(&a)).unwrap().remove(0);
     let heard = b.take_notifications(&sub).unwrap();
-    assert_eq!(heard.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(), ["blocked"]);
-    assert_eq!(crate::notify::describe(&a, "a", &heard[0]).lines().nth(1), Some("which one?"));
+    assert_eq!(
+        heard.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(),
+        ["blocked"]
+    );
+    assert_eq!(
+        crate::notify::describe(&a, "a", &heard[0]).lines().nth(1),
+        Some("which one?")
+    );
     // The same cursor a second time hears nothing (another gateway took them).
     assert!(b.take_notifications(&sub).unwrap().is_empty());
     b.unblock(&a).unwrap();
@@ -189,6 +265,12 @@ fn a_file_that_is_not_sqlite_is_refused_not_overwritten() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("kanban.db"), "not a database at all").unwrap();
     let paths = BoardPaths::resolve(dir.path(), None, &NoEnv).unwrap();
-    assert!(matches!(Board::open(paths), Err(KanbanError::NotADatabase { .. })));
-    assert_eq!(std::fs::read_to_string(dir.path().join("kanban.db")).unwrap(), "not a database at all");
+    assert!(matches!(
+        Board::open(paths),
+        Err(KanbanError::NotADatabase { .. })
+    ));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("kanban.db")).unwrap(),
+        "not a database at all"
+    );
 }

@@ -132,7 +132,11 @@ pub fn kanban_tools(
 ) -> Vec<Arc<dyn Tool>> {
     let kinds: Vec<Kind> = match scope {
         Scope::Worker(_) => WORKER_KINDS.to_vec(),
-        Scope::Orchestrator => WORKER_KINDS.iter().chain(ORCHESTRATOR_ONLY).copied().collect(),
+        Scope::Orchestrator => WORKER_KINDS
+            .iter()
+            .chain(ORCHESTRATOR_ONLY)
+            .copied()
+            .collect(),
     };
     let shared = Arc::new(Shared {
         root,
@@ -248,7 +252,9 @@ impl KanbanTool {
         let summary_text = str_arg(args, "summary");
         let result = str_arg(args, "result");
         if summary_text.is_none() && result.is_none() {
-            return Err(ToolError::new("give a summary (or result) of what was done"));
+            return Err(ToolError::new(
+                "give a summary (or result) of what was done",
+            ));
         }
         let cards = str_list(args, "created_cards");
         let mut phantom = Vec::new();
@@ -304,7 +310,11 @@ impl KanbanTool {
         let outcome = board
             .block(&id, Some(&reason), kind, run)
             .map_err(err)?
-            .ok_or_else(|| ToolError::new(format!("task {id} is not running or ready; nothing to block")))?;
+            .ok_or_else(|| {
+                ToolError::new(format!(
+                    "task {id} is not running or ready; nothing to block"
+                ))
+            })?;
         let status = match outcome {
             BlockOutcome::Blocked => "blocked",
             BlockOutcome::Todo => "todo",
@@ -338,7 +348,9 @@ impl KanbanTool {
         let board = self.shared.board()?;
         let id = self.shared.task_arg(args)?;
         let body = str_arg(args, "body").ok_or_else(|| ToolError::new("body is required"))?;
-        let cid = board.comment(&id, &self.shared.author, &body).map_err(err)?;
+        let cid = board
+            .comment(&id, &self.shared.author, &body)
+            .map_err(err)?;
         Ok(json!({"ok": true, "task_id": id, "comment_id": cid}))
     }
 
@@ -353,13 +365,11 @@ impl KanbanTool {
             str_arg(args, "workspace_path"),
         ) {
             (None | Some("scratch"), _) => Workspace::Scratch,
-            (Some(kind), path) => {
-                Workspace::parse(&match path {
-                    Some(p) => format!("{kind}:{p}"),
-                    None => kind.to_string(),
-                })
-                .map_err(err)?
-            }
+            (Some(kind), path) => Workspace::parse(&match path {
+                Some(p) => format!("{kind}:{p}"),
+                None => kind.to_string(),
+            })
+            .map_err(err)?,
         };
         let mut new = NewTask::titled(title);
         new.body = str_arg(args, "body");
@@ -395,8 +405,10 @@ impl KanbanTool {
 
     fn link(&self, args: &Value) -> ToolResult {
         let board = self.shared.board()?;
-        let parent = str_arg(args, "parent_id").ok_or_else(|| ToolError::new("parent_id is required"))?;
-        let child = str_arg(args, "child_id").ok_or_else(|| ToolError::new("child_id is required"))?;
+        let parent =
+            str_arg(args, "parent_id").ok_or_else(|| ToolError::new("parent_id is required"))?;
+        let child =
+            str_arg(args, "child_id").ok_or_else(|| ToolError::new("child_id is required"))?;
         board.link(&parent, &child).map_err(err)?;
         Ok(json!({"ok": true, "parent_id": parent, "child_id": child}))
     }
@@ -405,7 +417,9 @@ impl KanbanTool {
         let board = self.shared.board()?;
         let id = str_arg(args, "task_id").ok_or_else(|| ToolError::new("task_id is required"))?;
         if !board.unblock(&id).map_err(err)? {
-            return Err(ToolError::new(format!("task {id} is not blocked or scheduled")));
+            return Err(ToolError::new(format!(
+                "task {id} is not blocked or scheduled"
+            )));
         }
         let task = board.get(&id).map_err(err)?;
         Ok(json!({"ok": true, "task_id": id, "status": task.status}))
@@ -415,7 +429,8 @@ impl KanbanTool {
         let board = self.shared.board()?;
         let id = self.shared.task_arg(args)?;
         self.shared.own(&id)?;
-        let name = str_arg(args, "filename").ok_or_else(|| ToolError::new("filename is required"))?;
+        let name =
+            str_arg(args, "filename").ok_or_else(|| ToolError::new("filename is required"))?;
         let encoded = args
             .get("content_base64")
             .and_then(Value::as_str)
@@ -473,13 +488,27 @@ impl Tool for KanbanTool {
 
     fn description(&self) -> &str {
         match self.kind {
-            Kind::Show => "Read a task: title, body, parents' handoffs, your earlier attempts, comments, as `worker_context`. Call it first.",
-            Kind::List => "List board tasks (ids, title, status, assignee, links) to route work; 50 rows by default, 200 at most.",
-            Kind::Complete => "Mark your task done with a handoff: `summary` (1-3 sentences naming the artifacts) and `metadata` (facts: changed_files, tests_run, ...). List ids from kanban_create in `created_cards`.",
-            Kind::Block => "Stop and say why. kind: dependency (waits for another task, resumes by itself), needs_input (a person must answer), capability (no access/credentials), transient. Only for real blockers.",
-            Kind::Heartbeat => "Keep your claim alive during a long operation (call every few minutes); `note` shows progress.",
-            Kind::Comment => "Add a durable note to a task's thread (questions, findings, rationale for the next worker).",
-            Kind::Create => "Create a task for a profile (`assignee`), optionally after `parents` (it waits until they are done). For fan-out and follow-up work; the dispatcher starts it.",
+            Kind::Show => {
+                "Read a task: title, body, parents' handoffs, your earlier attempts, comments, as `worker_context`. Call it first."
+            }
+            Kind::List => {
+                "List board tasks (ids, title, status, assignee, links) to route work; 50 rows by default, 200 at most."
+            }
+            Kind::Complete => {
+                "Mark your task done with a handoff: `summary` (1-3 sentences naming the artifacts) and `metadata` (facts: changed_files, tests_run, ...). List ids from kanban_create in `created_cards`."
+            }
+            Kind::Block => {
+                "Stop and say why. kind: dependency (waits for another task, resumes by itself), needs_input (a person must answer), capability (no access/credentials), transient. Only for real blockers."
+            }
+            Kind::Heartbeat => {
+                "Keep your claim alive during a long operation (call every few minutes); `note` shows progress."
+            }
+            Kind::Comment => {
+                "Add a durable note to a task's thread (questions, findings, rationale for the next worker)."
+            }
+            Kind::Create => {
+                "Create a task for a profile (`assignee`), optionally after `parents` (it waits until they are done). For fan-out and follow-up work; the dispatcher starts it."
+            }
             Kind::Link => "Make `child_id` wait for `parent_id` (cycles refused).",
             Kind::Unblock => "Unblock a task: ready when its parents are done, else todo.",
             Kind::Attach => "Attach a file (base64 bytes, 25 MB max) to your task.",
@@ -575,7 +604,11 @@ impl Tool for KanbanTool {
 
     fn max_result_chars(&self) -> usize {
         // The worker context is the task itself; a bounded but generous cap.
-        if self.kind == Kind::Show { 60_000 } else { hermes_tools::output::DEFAULT_MAX_RESULT_CHARS }
+        if self.kind == Kind::Show {
+            60_000
+        } else {
+            hermes_tools::output::DEFAULT_MAX_RESULT_CHARS
+        }
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> ToolResult {

@@ -63,7 +63,12 @@ fn worktree(task: &Task, absolute: impl Fn(&str) -> Result<PathBuf>) -> Result<P
             .ancestors()
             .find(|a| a.join(".git").is_dir())
             .map(Path::to_path_buf)
-            .ok_or_else(|| KanbanError::Spawn(format!("{} is not inside a git repository", given.display())))?;
+            .ok_or_else(|| {
+                KanbanError::Spawn(format!(
+                    "{} is not inside a git repository",
+                    given.display()
+                ))
+            })?;
         (repo, given.clone())
     };
     if target.join(".git").exists() {

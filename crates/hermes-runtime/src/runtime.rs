@@ -101,7 +101,12 @@ impl Runtime {
         let memory_settings = MemorySettings::from_config(&config)?;
         let web = hermes_web::WebTools::new(&config, &env, &home);
         let kanban: hermes_kanban::KanbanSettings = config.section("kanban")?;
-        let shared = SharedTools::new(&home, &memory_settings, web, kanban.auto_subscribe_on_create);
+        let shared = SharedTools::new(
+            &home,
+            &memory_settings,
+            web,
+            kanban.auto_subscribe_on_create,
+        );
         Ok(Runtime {
             inner: Arc::new(Inner {
                 home,
@@ -246,7 +251,9 @@ impl Runtime {
         // and schedules jobs the gateway runs (`cronjob`), unless its toolsets are explicit.
         // A worker the kanban dispatcher started always gets its task tools, whatever its
         // profile's toolsets (as in Python).
-        if hermes_kanban::WorkerScope::from_env().is_some() && !toolsets.iter().any(|t| t == "kanban") {
+        if hermes_kanban::WorkerScope::from_env().is_some()
+            && !toolsets.iter().any(|t| t == "kanban")
+        {
             toolsets.push("kanban".to_string());
         }
         if matches!(spec.platform, Platform::Gateway(_)) && source == "toolsets" {

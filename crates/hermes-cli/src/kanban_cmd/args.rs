@@ -107,7 +107,10 @@ pub enum KanbanAction {
         reason: Option<String>,
     },
     /// Park a task waiting on time, not on a person.
-    Schedule { task_id: String, reason: Vec<String> },
+    Schedule {
+        task_id: String,
+        reason: Vec<String>,
+    },
     /// Archive tasks.
     Archive {
         #[arg(required = true)]

@@ -76,14 +76,23 @@ pub async fn run(top: &CommonArgs, args: &KanbanArgs) -> Result<ExitCode, CliErr
     }
     let board = Board::open(paths)?;
     let ok = act(&board, &args.action, &author)?;
-    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 fn current_exe() -> Result<std::path::PathBuf, CliError> {
-    std::env::current_exe().map_err(|e| CliError::runtime(format!("cannot find the hermes executable: {e}")))
+    std::env::current_exe()
+        .map_err(|e| CliError::runtime(format!("cannot find the hermes executable: {e}")))
 }
 
-fn with_overrides(mut s: KanbanSettings, max: Option<usize>, failure_limit: Option<i64>) -> KanbanSettings {
+fn with_overrides(
+    mut s: KanbanSettings,
+    max: Option<usize>,
+    failure_limit: Option<i64>,
+) -> KanbanSettings {
     if max.is_some() {
         s.max_in_progress = max;
     }
@@ -98,7 +107,12 @@ fn act(board: &Board, action: &KanbanAction, author: &str) -> Result<bool, CliEr
     let mut out = std::io::stdout().lock();
     match action {
         KanbanAction::Init => {
-            let _ = writeln!(out, "Board {} ready at {}", board.paths().slug, board.paths().db.display());
+            let _ = writeln!(
+                out,
+                "Board {} ready at {}",
+                board.paths().slug,
+                board.paths().db.display()
+            );
         }
         KanbanAction::Create(c) => create(board, c)?,
         KanbanAction::List {
@@ -128,20 +142,34 @@ fn act(board: &Board, action: &KanbanAction, author: &str) -> Result<bool, CliEr
         KanbanAction::Assign { task_id, profile } => {
             let profile = (!profile.eq_ignore_ascii_case("none")).then_some(profile.as_str());
             board.assign(task_id, profile)?;
-            let _ = writeln!(out, "Assigned {task_id} to {}", profile.unwrap_or("(nobody)"));
+            let _ = writeln!(
+                out,
+                "Assigned {task_id} to {}",
+                profile.unwrap_or("(nobody)")
+            );
         }
-        KanbanAction::Link { parent_id, child_id } => {
+        KanbanAction::Link {
+            parent_id,
+            child_id,
+        } => {
             board.link(parent_id, child_id)?;
             let _ = writeln!(out, "Linked {parent_id} -> {child_id}");
         }
-        KanbanAction::Unlink { parent_id, child_id } => {
+        KanbanAction::Unlink {
+            parent_id,
+            child_id,
+        } => {
             if !board.unlink(parent_id, child_id)? {
                 let _ = writeln!(std::io::stderr(), "no link {parent_id} -> {child_id}");
                 return Ok(false);
             }
             let _ = writeln!(out, "Unlinked {parent_id} -> {child_id}");
         }
-        KanbanAction::Comment { task_id, text, author: by } => {
+        KanbanAction::Comment {
+            task_id,
+            text,
+            author: by,
+        } => {
             let id = board.comment(task_id, by.as_deref().unwrap_or(author), &text.join(" "))?;
             let _ = writeln!(out, "Commented on {task_id} (#{id})");
         }
@@ -159,7 +187,11 @@ fn act(board: &Board, action: &KanbanAction, author: &str) -> Result<bool, CliEr
                 content_type.as_deref(),
                 Some(by.as_deref().unwrap_or(author)),
             )?;
-            let _ = writeln!(out, "Attached {} ({} bytes) to {task_id} as #{}", a.filename, a.size, a.id);
+            let _ = writeln!(
+                out,
+                "Attached {} ({} bytes) to {task_id} as #{}",
+                a.filename, a.size, a.id
+            );
         }
         KanbanAction::Attachments { task_id, json } => {
             board.get(task_id)?;
@@ -193,23 +225,36 @@ fn act(board: &Board, action: &KanbanAction, author: &str) -> Result<bool, CliEr
                 Ok(done.then(|| format!("Completed {id}")))
             });
         }
-        KanbanAction::Block { task_id, reason, kind } => {
+        KanbanAction::Block {
+            task_id,
+            reason,
+            kind,
+        } => {
             let reason = Some(reason.join(" ")).filter(|r| !r.trim().is_empty());
             let kind = kind.as_deref().map(BlockKind::parse).transpose()?;
             if let Some(r) = &reason {
                 board.comment(task_id, author, &format!("BLOCKED: {r}"))?;
             }
-            let suffix = reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
+            let suffix = reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default();
             match board.block(task_id, reason.as_deref(), kind, None)? {
                 None => {
-                    let _ = writeln!(std::io::stderr(), "cannot block {task_id} (not running or ready)");
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "cannot block {task_id} (not running or ready)"
+                    );
                     return Ok(false);
                 }
                 Some(hermes_kanban::lifecycle::BlockOutcome::Todo) => {
                     let _ = writeln!(out, "{task_id} → todo (dependency wait){suffix}");
                 }
                 Some(hermes_kanban::lifecycle::BlockOutcome::Triage) => {
-                    let _ = writeln!(out, "{task_id} → triage (unblock loop detected — needs a human decision){suffix}");
+                    let _ = writeln!(
+                        out,
+                        "{task_id} → triage (unblock loop detected — needs a human decision){suffix}"
+                    );
                 }
                 Some(hermes_kanban::lifecycle::BlockOutcome::Blocked) => {
                     let _ = writeln!(out, "Blocked {task_id}{suffix}");
@@ -223,7 +268,12 @@ fn act(board: &Board, action: &KanbanAction, author: &str) -> Result<bool, CliEr
                     board.comment(id, author, &format!("UNBLOCK: {r}"))?;
                 }
                 let ok = board.unblock(id)?;
-                Ok(ok.then(|| format!("Unblocked {id}{}", reason.map(|r| format!(": {r}")).unwrap_or_default())))
+                Ok(ok.then(|| {
+                    format!(
+                        "Unblocked {id}{}",
+                        reason.map(|r| format!(": {r}")).unwrap_or_default()
+                    )
+                }))
             });
         }
         KanbanAction::Schedule { task_id, reason } => {
@@ -238,7 +288,9 @@ fn act(board: &Board, action: &KanbanAction, author: &str) -> Result<bool, CliEr
             let _ = writeln!(out, "Scheduled {task_id}");
         }
         KanbanAction::Archive { task_ids } => {
-            return each(task_ids, |id| Ok(board.archive(id)?.then(|| format!("Archived {id}"))));
+            return each(task_ids, |id| {
+                Ok(board.archive(id)?.then(|| format!("Archived {id}")))
+            });
         }
         KanbanAction::Log { task_id, tail } => {
             board.get(task_id)?;
@@ -253,7 +305,13 @@ fn act(board: &Board, action: &KanbanAction, author: &str) -> Result<bool, CliEr
             thread_id,
             user_id,
         } => {
-            board.subscribe(task_id, platform, chat_id, thread_id.as_deref(), user_id.as_deref())?;
+            board.subscribe(
+                task_id,
+                platform,
+                chat_id,
+                thread_id.as_deref(),
+                user_id.as_deref(),
+            )?;
             let _ = writeln!(out, "Subscribed {platform}:{chat_id} to {task_id}");
         }
         KanbanAction::NotifyList { task_id, json } => {
@@ -304,10 +362,14 @@ fn each(
 fn create(board: &Board, c: &CreateArgs) -> Result<(), CliError> {
     let workspace = Workspace::parse(&c.workspace)?;
     if c.branch.is_some() && !matches!(workspace, Workspace::Worktree(_)) {
-        return Err(CliError::config("--branch is only valid with --workspace worktree"));
+        return Err(CliError::config(
+            "--branch is only valid with --workspace worktree",
+        ));
     }
     if c.max_retries.is_some_and(|m| m < 1) {
-        return Err(CliError::config("--max-retries must be >= 1 (1 trips on the first failure)"));
+        return Err(CliError::config(
+            "--max-retries must be >= 1 (1 trips on the first failure)",
+        ));
     }
     let max_runtime = c
         .max_runtime
@@ -399,9 +461,11 @@ fn boards(root: &std::path::Path, action: &BoardsAction) -> Result<ExitCode, Cli
 fn switch_board(root: &std::path::Path, slug: &str) -> Result<(), CliError> {
     let file = paths::current_board_file(root);
     if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| CliError::runtime(format!("{}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| CliError::runtime(format!("{}: {e}", dir.display())))?;
     }
-    std::fs::write(&file, format!("{slug}\n")).map_err(|e| CliError::runtime(format!("{}: {e}", file.display())))
+    std::fs::write(&file, format!("{slug}\n"))
+        .map_err(|e| CliError::runtime(format!("{}: {e}", file.display())))
 }
 
 /// Dispatcher passes every `interval` seconds until Ctrl-C or SIGTERM; one line per pass that
@@ -434,7 +498,10 @@ async fn daemon(mut dispatcher: Dispatcher, interval: f64) -> Result<ExitCode, C
             _ = term.recv() => break,
         }
     }
-    eprintln!("hermes: kanban dispatcher stopped ({} workers still running on their own)", dispatcher.live_workers());
+    eprintln!(
+        "hermes: kanban dispatcher stopped ({} workers still running on their own)",
+        dispatcher.live_workers()
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -51,7 +51,11 @@ pub fn task_json(t: &Task) -> Value {
 }
 
 fn line(t: &Task) -> String {
-    let tenant = t.tenant.as_deref().map(|x| format!(" [{x}]")).unwrap_or_default();
+    let tenant = t
+        .tenant
+        .as_deref()
+        .map(|x| format!(" [{x}]"))
+        .unwrap_or_default();
     format!(
         "{} {}  {:8}  {:20}{tenant}  {}",
         icon(&t.status),
@@ -105,7 +109,10 @@ pub fn show(board: &Board, id: &str, as_json: bool) -> Result<(), KanbanError> {
     println!(
         "  workspace: {}{}",
         task.workspace_kind,
-        task.workspace_path.as_deref().map(|p| format!(" @ {p}")).unwrap_or_default()
+        task.workspace_path
+            .as_deref()
+            .map(|p| format!(" @ {p}"))
+            .unwrap_or_default()
     );
     if let Some(b) = &task.branch_name {
         println!("  branch:    {b}");
@@ -120,7 +127,10 @@ pub fn show(board: &Board, id: &str, as_json: bool) -> Result<(), KanbanError> {
         println!(
             "  failures:  {}{}",
             task.consecutive_failures,
-            task.last_failure_error.as_deref().map(|e| format!(" (last: {})", safe(e))).unwrap_or_default()
+            task.last_failure_error
+                .as_deref()
+                .map(|e| format!(" (last: {})", safe(e)))
+                .unwrap_or_default()
         );
     }
     if !parents.is_empty() {
@@ -138,7 +148,12 @@ pub fn show(board: &Board, id: &str, as_json: bool) -> Result<(), KanbanError> {
     if !comments.is_empty() {
         println!("\nComments:");
         for c in &comments {
-            println!("  [{} ago] {}: {}", age(c.created_at, now), safe(&c.author), safe(&c.body));
+            println!(
+                "  [{} ago] {}: {}",
+                age(c.created_at, now),
+                safe(&c.author),
+                safe(&c.body)
+            );
         }
     }
     if !runs.is_empty() {
@@ -162,7 +177,9 @@ fn run_line(r: &Run, now: i64) -> String {
         r.id,
         r.outcome.as_deref().unwrap_or(&r.status),
         r.profile.as_deref().unwrap_or("-"),
-        r.ended_at.map(|e| format!("{}s", e - r.started_at)).unwrap_or_else(|| "running".into()),
+        r.ended_at
+            .map(|e| format!("{}s", e - r.started_at))
+            .unwrap_or_else(|| "running".into()),
         age(r.started_at, now),
         r.summary
             .as_deref()
@@ -173,7 +190,11 @@ fn run_line(r: &Run, now: i64) -> String {
 }
 
 pub fn event_line(e: &Event) -> String {
-    let payload = e.payload.as_ref().map(|p| format!(" {p}")).unwrap_or_default();
+    let payload = e
+        .payload
+        .as_ref()
+        .map(|p| format!(" {p}"))
+        .unwrap_or_default();
     format!(
         "[{}] {}{}",
         hermes_kanban::time::age(e.created_at, now()) + " ago",
@@ -189,7 +210,10 @@ pub fn attachments(items: &[Attachment], as_json: bool) {
         println!("(no attachments)");
     } else {
         for a in items {
-            println!("#{} {} ({} bytes) {}", a.id, a.filename, a.size, a.stored_path);
+            println!(
+                "#{} {} ({} bytes) {}",
+                a.id, a.filename, a.size, a.stored_path
+            );
         }
     }
 }
@@ -228,7 +252,11 @@ pub fn subscriptions(subs: &[NotifySub], as_json: bool) {
         println!("(no subscriptions)");
     } else {
         for s in subs {
-            let thread = if s.thread_id.is_empty() { String::new() } else { format!(" thread {}", s.thread_id) };
+            let thread = if s.thread_id.is_empty() {
+                String::new()
+            } else {
+                format!(" thread {}", s.thread_id)
+            };
             println!("{}  {}:{}{thread}", s.task_id, s.platform, s.chat_id);
         }
     }
@@ -254,9 +282,15 @@ pub fn tick(r: &TickReport, as_json: bool) {
         ("Reclaimed (claim expired)", &r.reclaimed),
         ("Crashed", &r.crashed),
         ("Timed out", &r.timed_out),
-        ("Parked for a person after repeated failures", &r.auto_blocked),
+        (
+            "Parked for a person after repeated failures",
+            &r.auto_blocked,
+        ),
         ("Ready but unassigned", &r.skipped_unassigned),
-        ("Ready but the assignee is no profile (create it with `hermes profile create`)", &r.skipped_unknown_profile),
+        (
+            "Ready but the assignee is no profile (create it with `hermes profile create`)",
+            &r.skipped_unknown_profile,
+        ),
         ("", &Vec::new()),
     ];
     for (label, ids) in groups.iter().filter(|(_, ids)| !ids.is_empty()) {
@@ -287,6 +321,9 @@ pub fn log(path: &Path, tail: Option<u64>) -> Result<(), CliError> {
     f.take(want)
         .read_to_end(&mut buf)
         .map_err(|e| CliError::runtime(format!("{}: {e}", path.display())))?;
-    print!("{}", hermes_tools::output::terminal_safe(&String::from_utf8_lossy(&buf)));
+    print!(
+        "{}",
+        hermes_tools::output::terminal_safe(&String::from_utf8_lossy(&buf))
+    );
     Ok(())
 }

@@ -214,9 +214,11 @@ impl Worker {
             Command::Kanban(args) => {
                 let root = hermes_kanban::kanban_root(self.shared.runtime.home().root());
                 let author = self.key.clone();
-                let text = tokio::task::spawn_blocking(move || hermes_kanban::chat::run(&root, &args, &author))
-                    .await
-                    .unwrap_or_else(|e| format!("⚠️ {e}"));
+                let text = tokio::task::spawn_blocking(move || {
+                    hermes_kanban::chat::run(&root, &args, &author)
+                })
+                .await
+                .unwrap_or_else(|e| format!("⚠️ {e}"));
                 self.say(&text).await;
             }
             Command::Other { word, rest } => {

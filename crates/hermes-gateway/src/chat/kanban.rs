@@ -68,26 +68,34 @@ pub async fn run(
 
 /// Sends each subscribed chat the events it has not heard yet.
 async fn notify(paths: BoardPaths, directory: &Directory) {
-    let pending = tokio::task::spawn_blocking(move || -> Result<Vec<(String, String)>, hermes_kanban::KanbanError> {
-        let board = Board::open(paths)?;
-        let mut out = Vec::new();
-        for sub in board.subscriptions(None)? {
-            let events = board.take_notifications(&sub)?;
-            if events.is_empty() {
-                continue;
+    let pending = tokio::task::spawn_blocking(
+        move || -> Result<Vec<(String, String)>, hermes_kanban::KanbanError> {
+            let board = Board::open(paths)?;
+            let mut out = Vec::new();
+            for sub in board.subscriptions(None)? {
+                let events = board.take_notifications(&sub)?;
+                if events.is_empty() {
+                    continue;
+                }
+                let title = board
+                    .find(&sub.task_id)?
+                    .map(|t| t.title)
+                    .unwrap_or_default();
+                let target = if sub.thread_id.is_empty() {
+                    format!("{}:{}", sub.platform, sub.chat_id)
+                } else {
+                    format!("{}:{}:{}", sub.platform, sub.chat_id, sub.thread_id)
+                };
+                for e in &events {
+                    out.push((
+                        target.clone(),
+                        hermes_kanban::notify::describe(&sub.task_id, &title, e),
+                    ));
+                }
             }
-            let title = board.find(&sub.task_id)?.map(|t| t.title).unwrap_or_default();
-            let target = if sub.thread_id.is_empty() {
-                format!("{}:{}", sub.platform, sub.chat_id)
-            } else {
-                format!("{}:{}:{}", sub.platform, sub.chat_id, sub.thread_id)
-            };
-            for e in &events {
-                out.push((target.clone(), hermes_kanban::notify::describe(&sub.task_id, &title, e)));
-            }
-        }
-        Ok(out)
-    })
+            Ok(out)
+        },
+    )
     .await;
     let messages = match pending {
         Ok(Ok(m)) => m,
