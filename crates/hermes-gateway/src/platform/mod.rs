@@ -74,7 +74,7 @@ pub use types::*;
 #[async_trait::async_trait]
 pub trait PlatformAdapter: Send + Sync {
     /// `telegram`, `discord`, `slack`, `webhook`.
-    fn name(&self) -> &str;
+    fn name(&self) -> &'static str;
 
     fn capabilities(&self) -> &Capabilities;
 
@@ -95,21 +95,42 @@ pub trait PlatformAdapter: Send + Sync {
     /// Replaces the text of message `id` (converted to the dialect; cut to the limit: the
     /// core splits long streams itself with [`split::render_parts`]). Buttons the message
     /// had are removed.
-    async fn edit(&self, chat: &ChatRef, id: &str, text: &str) -> Result<(), PlatformError>;
+    /// Platforms that cannot edit (IRC, SMS, ...) keep the default: `Unsupported`, and the
+    /// core sends each answer whole instead of streaming it.
+    async fn edit(&self, _chat: &ChatRef, _id: &str, _text: &str) -> Result<(), PlatformError> {
+        Err(PlatformError::Unsupported {
+            platform: self.name(),
+            operation: "edit messages",
+        })
+    }
 
-    async fn delete(&self, chat: &ChatRef, id: &str) -> Result<(), PlatformError>;
+    async fn delete(&self, _chat: &ChatRef, _id: &str) -> Result<(), PlatformError> {
+        Err(PlatformError::Unsupported {
+            platform: self.name(),
+            operation: "delete messages",
+        })
+    }
 
-    /// Shows "typing…" once (it fades after [`Capabilities::typing_interval`]).
-    async fn typing(&self, chat: &ChatRef) -> Result<(), PlatformError>;
+    /// Shows "typing…" once (it fades after [`Capabilities::typing_interval`]); the default is
+    /// for platforms that have no such indicator.
+    async fn typing(&self, _chat: &ChatRef) -> Result<(), PlatformError> {
+        Ok(())
+    }
 
     /// Saves an attachment's bytes under `dir` (created when missing) and returns the path;
-    /// files over `max_bytes` (0: no cap) are refused before or while downloading.
+    /// files over `max_bytes` (0: no cap) are refused before or while downloading. The
+    /// default is for platforms whose messages carry no files.
     async fn download(
         &self,
-        attachment: &Attachment,
-        dir: &Path,
-        max_bytes: u64,
-    ) -> Result<PathBuf, PlatformError>;
+        _attachment: &Attachment,
+        _dir: &Path,
+        _max_bytes: u64,
+    ) -> Result<PathBuf, PlatformError> {
+        Err(PlatformError::Unsupported {
+            platform: self.name(),
+            operation: "receive files",
+        })
+    }
 
     fn status(&self) -> AdapterStatus;
 

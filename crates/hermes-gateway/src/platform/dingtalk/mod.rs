@@ -435,7 +435,7 @@ impl DingTalkAdapter {
 
 #[async_trait::async_trait]
 impl PlatformAdapter for DingTalkAdapter {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         PLATFORM
     }
 
@@ -509,25 +509,6 @@ impl PlatformAdapter for DingTalkAdapter {
             platform: PLATFORM,
             message: "nothing to send: the message has no text".into(),
         })
-    }
-
-    async fn edit(&self, _chat: &ChatRef, _id: &str, _text: &str) -> Result<(), PlatformError> {
-        Err(PlatformError::Unsupported {
-            platform: PLATFORM,
-            operation: "edit messages",
-        })
-    }
-
-    async fn delete(&self, _chat: &ChatRef, _id: &str) -> Result<(), PlatformError> {
-        Err(PlatformError::Unsupported {
-            platform: PLATFORM,
-            operation: "delete messages",
-        })
-    }
-
-    async fn typing(&self, _chat: &ChatRef) -> Result<(), PlatformError> {
-        // DingTalk has no typing indicator.
-        Ok(())
     }
 
     async fn download(

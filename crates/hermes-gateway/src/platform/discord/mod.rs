@@ -206,7 +206,7 @@ fn message_id(answer: Option<Value>) -> Result<String, PlatformError> {
 
 #[async_trait::async_trait]
 impl PlatformAdapter for DiscordAdapter {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         PLATFORM
     }
 

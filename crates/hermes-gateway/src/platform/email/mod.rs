@@ -357,7 +357,7 @@ impl EmailAdapter {
 
 #[async_trait::async_trait]
 impl PlatformAdapter for EmailAdapter {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         PLATFORM
     }
 
@@ -471,10 +471,6 @@ impl PlatformAdapter for EmailAdapter {
             platform: PLATFORM,
             operation: "delete sent mail",
         })
-    }
-
-    async fn typing(&self, _chat: &ChatRef) -> Result<(), PlatformError> {
-        Ok(())
     }
 
     async fn download(

@@ -520,7 +520,7 @@ impl FeishuAdapter {
 
 #[async_trait::async_trait]
 impl PlatformAdapter for FeishuAdapter {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         PLATFORM
     }
 
@@ -671,11 +671,6 @@ impl PlatformAdapter for FeishuAdapter {
                 "DELETE message",
             )
             .await?;
-        Ok(())
-    }
-
-    async fn typing(&self, _chat: &ChatRef) -> Result<(), PlatformError> {
-        // Feishu has no typing indicator.
         Ok(())
     }
 

@@ -12,7 +12,6 @@ mod events;
 pub mod settings;
 mod socket;
 
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -29,8 +28,8 @@ use crate::platform::error::{PlatformConfigError, PlatformError};
 use crate::platform::http::{self, network};
 use crate::platform::status::StatusCell;
 use crate::platform::types::{
-    AdapterStatus, Attachment, Capabilities, ChatRef, ChatType, ConnectionState, Dialect,
-    InboundEvent, InboundMessage, LengthUnit, OutboundMessage, SentMessage,
+    AdapterStatus, Capabilities, ChatRef, ChatType, ConnectionState, Dialect, InboundEvent,
+    InboundMessage, LengthUnit, OutboundMessage, SentMessage,
 };
 use crate::platform::{PlatformAdapter, markdown};
 
@@ -148,7 +147,7 @@ impl HomeAssistantAdapter {
 
 #[async_trait::async_trait]
 impl PlatformAdapter for HomeAssistantAdapter {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         PLATFORM
     }
 
@@ -268,22 +267,6 @@ impl PlatformAdapter for HomeAssistantAdapter {
         )
         .await?;
         Ok(())
-    }
-
-    async fn typing(&self, _chat: &ChatRef) -> Result<(), PlatformError> {
-        Ok(())
-    }
-
-    async fn download(
-        &self,
-        _attachment: &Attachment,
-        _dir: &Path,
-        _max_bytes: u64,
-    ) -> Result<PathBuf, PlatformError> {
-        Err(PlatformError::Unsupported {
-            platform: PLATFORM,
-            operation: "receive files",
-        })
     }
 
     fn status(&self) -> AdapterStatus {

@@ -489,7 +489,7 @@ impl IrcAdapter {
 
 #[async_trait::async_trait]
 impl PlatformAdapter for IrcAdapter {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         PLATFORM
     }
 
@@ -570,24 +570,6 @@ impl PlatformAdapter for IrcAdapter {
             platform: PLATFORM,
             message: "nothing to send: the message has no text".into(),
         })
-    }
-
-    async fn edit(&self, _chat: &ChatRef, _id: &str, _text: &str) -> Result<(), PlatformError> {
-        Err(PlatformError::Unsupported {
-            platform: PLATFORM,
-            operation: "edit messages",
-        })
-    }
-
-    async fn delete(&self, _chat: &ChatRef, _id: &str) -> Result<(), PlatformError> {
-        Err(PlatformError::Unsupported {
-            platform: PLATFORM,
-            operation: "delete messages",
-        })
-    }
-
-    async fn typing(&self, _chat: &ChatRef) -> Result<(), PlatformError> {
-        Ok(())
     }
 
     async fn download(

@@ -823,7 +823,7 @@ fn mime_of(name: &str) -> &'static str {
 
 #[async_trait::async_trait]
 impl PlatformAdapter for MatrixAdapter {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         PLATFORM
     }
 

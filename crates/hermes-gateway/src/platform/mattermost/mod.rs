@@ -166,7 +166,7 @@ impl MattermostAdapter {
 
 #[async_trait::async_trait]
 impl PlatformAdapter for MattermostAdapter {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         PLATFORM
     }
 

@@ -256,7 +256,7 @@ impl SignalAdapter {
 
 #[async_trait::async_trait]
 impl PlatformAdapter for SignalAdapter {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         PLATFORM
     }
 
@@ -351,20 +351,6 @@ impl PlatformAdapter for SignalAdapter {
         SentMessage::from_ids(ids).ok_or(PlatformError::Invalid {
             platform: PLATFORM,
             message: "nothing to send: the message has no text and no files".into(),
-        })
-    }
-
-    async fn edit(&self, _chat: &ChatRef, _id: &str, _text: &str) -> Result<(), PlatformError> {
-        Err(PlatformError::Unsupported {
-            platform: PLATFORM,
-            operation: "edit messages",
-        })
-    }
-
-    async fn delete(&self, _chat: &ChatRef, _id: &str) -> Result<(), PlatformError> {
-        Err(PlatformError::Unsupported {
-            platform: PLATFORM,
-            operation: "delete messages",
         })
     }
 

@@ -230,7 +230,7 @@ impl SlackAdapter {
 
 #[async_trait::async_trait]
 impl PlatformAdapter for SlackAdapter {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         PLATFORM
     }
 

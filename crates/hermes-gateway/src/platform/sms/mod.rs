@@ -12,7 +12,6 @@ pub mod settings;
 mod webhook;
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -29,8 +28,8 @@ use crate::platform::http::{self, network, with_rate_limit};
 use crate::platform::listener::ListenerSlot;
 use crate::platform::status::StatusCell;
 use crate::platform::types::{
-    AdapterStatus, Attachment, Capabilities, ChatRef, ChatType, ConnectionState, Dialect,
-    InboundEvent, InboundMessage, LengthUnit, OutboundMessage, SentMessage,
+    AdapterStatus, Capabilities, ChatRef, ChatType, ConnectionState, Dialect, InboundEvent,
+    InboundMessage, LengthUnit, OutboundMessage, SentMessage,
 };
 use crate::platform::{PlatformAdapter, markdown, split};
 
@@ -193,7 +192,7 @@ impl SmsAdapter {
 
 #[async_trait::async_trait]
 impl PlatformAdapter for SmsAdapter {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         PLATFORM
     }
 
@@ -272,36 +271,6 @@ impl PlatformAdapter for SmsAdapter {
         SentMessage::from_ids(ids).ok_or(PlatformError::Invalid {
             platform: PLATFORM,
             message: "nothing to send: the message is empty".into(),
-        })
-    }
-
-    async fn edit(&self, _chat: &ChatRef, _id: &str, _text: &str) -> Result<(), PlatformError> {
-        Err(PlatformError::Unsupported {
-            platform: PLATFORM,
-            operation: "edit messages",
-        })
-    }
-
-    async fn delete(&self, _chat: &ChatRef, _id: &str) -> Result<(), PlatformError> {
-        Err(PlatformError::Unsupported {
-            platform: PLATFORM,
-            operation: "delete messages",
-        })
-    }
-
-    async fn typing(&self, _chat: &ChatRef) -> Result<(), PlatformError> {
-        Ok(())
-    }
-
-    async fn download(
-        &self,
-        _attachment: &Attachment,
-        _dir: &Path,
-        _max_bytes: u64,
-    ) -> Result<PathBuf, PlatformError> {
-        Err(PlatformError::Unsupported {
-            platform: PLATFORM,
-            operation: "receive files",
         })
     }
 

@@ -498,7 +498,7 @@ fn parse_message_id(id: &str) -> Result<i64, PlatformError> {
 
 #[async_trait::async_trait]
 impl PlatformAdapter for TelegramAdapter {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         PLATFORM
     }
 

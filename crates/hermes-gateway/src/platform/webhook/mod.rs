@@ -590,7 +590,7 @@ impl WebhookAdapter {
 
 #[async_trait::async_trait]
 impl PlatformAdapter for WebhookAdapter {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         PLATFORM
     }
 

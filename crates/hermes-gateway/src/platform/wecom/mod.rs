@@ -19,7 +19,6 @@ mod crypto;
 pub mod settings;
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -35,8 +34,8 @@ use crate::platform::error::{PlatformConfigError, PlatformError};
 use crate::platform::listener::ListenerSlot;
 use crate::platform::status::StatusCell;
 use crate::platform::types::{
-    AdapterStatus, Attachment, Capabilities, ChatRef, ChatType, ConnectionState, Dialect,
-    InboundEvent, InboundMessage, LengthUnit, OutboundMessage, SentMessage,
+    AdapterStatus, Capabilities, ChatRef, ChatType, ConnectionState, Dialect, InboundEvent,
+    InboundMessage, LengthUnit, OutboundMessage, SentMessage,
 };
 use crate::platform::{PlatformAdapter, http, split};
 
@@ -311,7 +310,7 @@ impl WeComAdapter {
 
 #[async_trait::async_trait]
 impl PlatformAdapter for WeComAdapter {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         PLATFORM
     }
 
@@ -401,37 +400,6 @@ impl PlatformAdapter for WeComAdapter {
         SentMessage::from_ids(ids).ok_or(PlatformError::Invalid {
             platform: PLATFORM,
             message: "nothing to send: the message has no text".into(),
-        })
-    }
-
-    async fn edit(&self, _chat: &ChatRef, _id: &str, _text: &str) -> Result<(), PlatformError> {
-        Err(PlatformError::Unsupported {
-            platform: PLATFORM,
-            operation: "edit messages",
-        })
-    }
-
-    async fn delete(&self, _chat: &ChatRef, _id: &str) -> Result<(), PlatformError> {
-        Err(PlatformError::Unsupported {
-            platform: PLATFORM,
-            operation: "delete messages",
-        })
-    }
-
-    async fn typing(&self, _chat: &ChatRef) -> Result<(), PlatformError> {
-        // WeCom apps have no typing indicator.
-        Ok(())
-    }
-
-    async fn download(
-        &self,
-        _attachment: &Attachment,
-        _dir: &Path,
-        _max_bytes: u64,
-    ) -> Result<PathBuf, PlatformError> {
-        Err(PlatformError::Unsupported {
-            platform: PLATFORM,
-            operation: "receive files",
         })
     }
 

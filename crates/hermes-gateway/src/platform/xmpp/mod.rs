@@ -377,7 +377,7 @@ impl XmppAdapter {
 
 #[async_trait::async_trait]
 impl PlatformAdapter for XmppAdapter {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         PLATFORM
     }
 
@@ -465,13 +465,6 @@ impl PlatformAdapter for XmppAdapter {
             stanzas::message(&to, room, &self.next_id(), &text, Some(id)),
         )
         .await
-    }
-
-    async fn delete(&self, _chat: &ChatRef, _id: &str) -> Result<(), PlatformError> {
-        Err(PlatformError::Unsupported {
-            platform: PLATFORM,
-            operation: "delete messages",
-        })
     }
 
     async fn typing(&self, chat: &ChatRef) -> Result<(), PlatformError> {
