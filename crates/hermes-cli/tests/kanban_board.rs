@@ -188,6 +188,7 @@ fn an_orchestrator_splits_a_goal_and_the_dispatcher_runs_the_tasks_in_dependency
         offered,
         [
             "kanban_attach",
+            "kanban_attach_url",
             "kanban_attachments",
             "kanban_block",
             "kanban_comment",
@@ -441,5 +442,95 @@ fn a_killed_worker_is_detected_and_the_task_runs_again() {
             "spawned",
             "completed"
         ]
+    );
+}
+
+/// A loopback HTTP server answering every request with `body` as CSV.
+fn file_server(body: &'static str) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { break };
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let _ = write!(
+                s,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    format!("http://{addr}/exports/prices.csv")
+}
+
+#[test]
+fn a_worker_attaches_a_file_from_a_url_only_where_the_url_policy_allows() {
+    let url = file_server("kwh,eur\n1,0.31\n");
+    let fetch = url.clone();
+    let server = MockServer::start(Script::responding(move |req| {
+        let results = tool_results(req);
+        match results.len() {
+            0 => Turn::tool("kanban_attach_url", json!({"url": fetch})),
+            1 => Turn::tool(
+                "kanban_complete",
+                json!({"summary": results[0].chars().take(300).collect::<String>()}),
+            ),
+            _ => Turn::text("done"),
+        }
+    }));
+    let home = TestHome::new();
+    home.write_mock_config(&server);
+    profile(
+        &home,
+        &server,
+        "open",
+        "security:\n  allow_private_urls: true\n",
+    );
+    profile(&home, &server, "strict", "");
+    let create = |who: &str| {
+        let o = kanban(
+            &home,
+            &[
+                "create",
+                &format!("Fetch prices as {who}"),
+                "--assignee",
+                who,
+                "--json",
+            ],
+        );
+        serde_json::from_str::<Value>(&stdout(&o)).unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (open, strict) = (create("open"), create("strict"));
+    assert_eq!(spawned_ids(&dispatch(&home)).len(), 2);
+    wait("both workers done", || {
+        status(&home, &open) == "done" && status(&home, &strict) == "done"
+    });
+
+    let attached: Value =
+        serde_json::from_str(&stdout(&kanban(&home, &["attachments", &open, "--json"]))).unwrap();
+    assert_eq!(attached[0]["filename"], "prices.csv");
+    assert_eq!(attached[0]["content_type"], "text/csv");
+    let stored = attached[0]["stored_path"].as_str().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(stored).unwrap(),
+        "kwh,eur\n1,0.31\n"
+    );
+
+    // The default policy refuses a private address: nothing attached, the model told why.
+    let none: Value =
+        serde_json::from_str(&stdout(&kanban(&home, &["attachments", &strict, "--json"]))).unwrap();
+    assert_eq!(none, json!([]));
+    let said = show(&home, &strict)["latest_summary"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        said.contains("error") && said.contains("127.0.0.1"),
+        "{said}"
     );
 }

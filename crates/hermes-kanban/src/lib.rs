@@ -5,6 +5,7 @@
 //! - [`paths`]: where a board lives (`<root>/kanban.db`, named boards, the dispatcher's pins);
 //! - [`schema`]: Python's tables, and the columns older boards lack;
 //! - [`board`]: opening a board, tasks, links, comments, events, runs, attachments;
+//!   [`attach_url`]: a file fetched from the web for `kanban_attach_url`;
 //! - [`lifecycle`]: claims, heartbeats, completion, typed blocks, reclaiming, failures;
 //! - [`dispatch`]: the dispatcher tick and the worker processes; [`workspace`]: their
 //!   working directories;
@@ -12,6 +13,7 @@
 //! - [`tools`]: `kanban_show`, `kanban_complete`, `kanban_block`, ... (the protocol the
 //!   prompt states with them is hermes-core's `prompt::text::KANBAN_*`).
 
+pub mod attach_url;
 pub mod board;
 pub mod chat;
 pub mod context;

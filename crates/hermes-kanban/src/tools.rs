@@ -53,6 +53,8 @@ pub enum Scope {
 struct Shared {
     /// The root the boards hang from (the default home).
     root: PathBuf,
+    /// The home's SSRF-safe fetcher, for `kanban_attach_url`.
+    fetcher: hermes_web::net::Fetcher,
     scope: Scope,
     /// The profile name written as author and creator.
     author: String,
@@ -100,6 +102,7 @@ enum Kind {
     Link,
     Unblock,
     Attach,
+    AttachUrl,
     Attachments,
 }
 
@@ -112,6 +115,7 @@ const WORKER_KINDS: &[Kind] = &[
     Kind::Create,
     Kind::Link,
     Kind::Attach,
+    Kind::AttachUrl,
     Kind::Attachments,
 ];
 const ORCHESTRATOR_ONLY: &[Kind] = &[Kind::List, Kind::Unblock];
@@ -123,9 +127,11 @@ pub struct KanbanTool {
 }
 
 /// The kanban tools for `scope`, over the boards under `root`; `author` is the profile
-/// writing (comments, created cards).
+/// writing (comments, created cards); `fetcher` downloads `kanban_attach_url`'s files under
+/// the home's URL policy.
 pub fn kanban_tools(
     root: PathBuf,
+    fetcher: hermes_web::net::Fetcher,
     scope: Scope,
     author: String,
     auto_subscribe: bool,
@@ -140,6 +146,7 @@ pub fn kanban_tools(
     };
     let shared = Arc::new(Shared {
         root,
+        fetcher,
         scope,
         author,
         auto_subscribe,
@@ -457,6 +464,30 @@ impl KanbanTool {
         Ok(json!({"ok": true, "attachment": a}))
     }
 
+    async fn attach_url(&self, args: &Value) -> ToolResult {
+        let id = self.shared.task_arg(args)?;
+        self.shared.own(&id)?;
+        let url = str_arg(args, "url").ok_or_else(|| ToolError::new("url is required"))?;
+        let fetched = crate::attach_url::download(&self.shared.fetcher, &url)
+            .await
+            .map_err(|e| ToolError::new(e.to_string()))?;
+        let name =
+            str_arg(args, "filename").unwrap_or_else(|| crate::attach_url::file_name(&fetched.url));
+        let content_type = str_arg(args, "content_type").or(fetched.content_type.clone());
+        let a = self
+            .shared
+            .board()?
+            .attach_bytes(
+                &id,
+                &name,
+                &fetched.body,
+                content_type.as_deref(),
+                Some(&self.shared.author),
+            )
+            .map_err(err)?;
+        Ok(json!({"ok": true, "attachment": a, "source": fetched.url.as_str()}))
+    }
+
     fn attachments(&self, args: &Value) -> ToolResult {
         let board = self.shared.board()?;
         let id = self.shared.task_arg(args)?;
@@ -478,6 +509,7 @@ impl Tool for KanbanTool {
             Kind::Link => "kanban_link",
             Kind::Unblock => "kanban_unblock",
             Kind::Attach => "kanban_attach",
+            Kind::AttachUrl => "kanban_attach_url",
             Kind::Attachments => "kanban_attachments",
         }
     }
@@ -512,6 +544,9 @@ impl Tool for KanbanTool {
             Kind::Link => "Make `child_id` wait for `parent_id` (cycles refused).",
             Kind::Unblock => "Unblock a task: ready when its parents are done, else todo.",
             Kind::Attach => "Attach a file (base64 bytes, 25 MB max) to your task.",
+            Kind::AttachUrl => {
+                "Attach a file from a public http(s) URL (downloaded here, 25 MB max) to your task."
+            }
             Kind::Attachments => "List a task's attached files with their paths.",
         }
     }
@@ -581,6 +616,16 @@ impl Tool for KanbanTool {
                 },
                 "required": ["title", "assignee"]
             }),
+            Kind::AttachUrl => json!({
+                "type": "object",
+                "properties": {
+                    "task_id": task_id,
+                    "url": {"type": "string"},
+                    "filename": {"type": "string", "description": "Defaults to the URL's last path part."},
+                    "content_type": {"type": "string"}
+                },
+                "required": ["url"]
+            }),
             Kind::Link => json!({
                 "type": "object",
                 "properties": {"parent_id": {"type": "string"}, "child_id": {"type": "string"}},
@@ -623,6 +668,7 @@ impl Tool for KanbanTool {
             Kind::Link => self.link(&args),
             Kind::Unblock => self.unblock(&args),
             Kind::Attach => self.attach(&args),
+            Kind::AttachUrl => self.attach_url(&args).await,
             Kind::Attachments => self.attachments(&args),
         }
     }

@@ -101,12 +101,13 @@ impl Runtime {
         let memory_settings = MemorySettings::from_config(&config)?;
         let web = hermes_web::WebTools::new(&config, &env, &home);
         let kanban: hermes_kanban::KanbanSettings = config.section("kanban")?;
-        let shared = SharedTools::new(
-            &home,
-            &memory_settings,
-            web,
-            kanban.auto_subscribe_on_create,
-        );
+        let kanban = crate::tools::KanbanOptions {
+            auto_subscribe: kanban.auto_subscribe_on_create,
+            fetcher: hermes_web::net::Fetcher::new(hermes_web::net::UrlPolicy::from_config(
+                &config, &env, &home,
+            )),
+        };
+        let shared = SharedTools::new(&home, &memory_settings, web, kanban);
         Ok(Runtime {
             inner: Arc::new(Inner {
                 home,

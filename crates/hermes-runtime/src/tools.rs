@@ -158,7 +158,10 @@ pub fn every_tool(
         home,
         memory_settings,
         hermes_web::WebTools::for_home(home),
-        true,
+        KanbanOptions {
+            auto_subscribe: true,
+            fetcher: hermes_web::net::Fetcher::new(hermes_web::net::UrlPolicy::strict()),
+        },
     );
     let skills = Arc::new(Library::for_home(home, SkillSettings::default()));
     (shared.registry(skills), shared.memory)
@@ -185,7 +188,7 @@ impl SharedTools {
         home: &HermesHome,
         memory_settings: &MemorySettings,
         web: hermes_web::WebTools,
-        kanban_auto_subscribe: bool,
+        kanban: KanbanOptions,
     ) -> SharedTools {
         let memory = memory_settings.enabled().then(|| {
             Arc::new(MemoryStore::new(
@@ -203,7 +206,7 @@ impl SharedTools {
                 .map(|store| Arc::new(MemoryTool::new(store.clone())) as Arc<dyn Tool>),
             memory,
             web,
-            kanban: kanban_tools(home, kanban_auto_subscribe),
+            kanban: kanban_tools(home, kanban),
             extra: std::sync::Mutex::new(Vec::new()),
         }
     }
@@ -252,7 +255,7 @@ impl SharedTools {
 /// The kanban tools of this process: scoped to one task when the dispatcher started it as a
 /// worker (`HERMES_KANBAN_TASK`), else an orchestrator's (offered when `kanban` is among the
 /// session's toolsets). The author is the profile (`HERMES_PROFILE`, else the home's).
-fn kanban_tools(home: &HermesHome, auto_subscribe: bool) -> Vec<Arc<dyn Tool>> {
+fn kanban_tools(home: &HermesHome, options: KanbanOptions) -> Vec<Arc<dyn Tool>> {
     let scope = match hermes_kanban::WorkerScope::from_env() {
         Some(worker) => hermes_kanban::Scope::Worker(worker),
         None => hermes_kanban::Scope::Orchestrator,
@@ -264,10 +267,19 @@ fn kanban_tools(home: &HermesHome, auto_subscribe: bool) -> Vec<Arc<dyn Tool>> {
         .unwrap_or_else(|| "default".into());
     hermes_kanban::kanban_tools(
         hermes_kanban::kanban_root(home.root()),
+        options.fetcher,
         scope,
         author,
-        auto_subscribe,
+        options.auto_subscribe,
     )
+}
+
+/// What the kanban tools take from the home's config.
+pub(crate) struct KanbanOptions {
+    /// `kanban.auto_subscribe_on_create`.
+    pub auto_subscribe: bool,
+    /// The home's URL policy, for `kanban_attach_url`.
+    pub fetcher: hermes_web::net::Fetcher,
 }
 
 /// The tools of a cron session: without `cronjob` (a job must not schedule more jobs) and
