@@ -14,22 +14,7 @@ mod common;
 use common::*;
 use hermes_testkit::platforms::daytona::{API_KEY, DaytonaMock};
 use hermes_testkit::{MockServer, Reply, Script, TestHome, Turn};
-use serde_json::{Value, json};
-
-/// The JSON result of the `n`-th tool call, as the model was sent it.
-fn tool_result(server: &MockServer, n: usize) -> Value {
-    let request = server.last_chat_request().unwrap();
-    let content = request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .nth(n)
-        .and_then(|m| m["content"].as_str())
-        .expect("a tool result")
-        .to_string();
-    serde_json::from_str(&content).unwrap_or(Value::String(content))
-}
+use serde_json::json;
 
 fn run_session(mock: &DaytonaMock, home: &TestHome, script: Script, extra: &str) -> MockServer {
     let server = MockServer::start(script);

@@ -13,7 +13,7 @@ mod common;
 use common::*;
 use hermes_testkit::docker::{DockerDaemon, MARKER, TEST_IMAGE};
 use hermes_testkit::{MockServer, Script, TestHome, Turn};
-use serde_json::{Value, json};
+use serde_json::json;
 
 fn daemon() -> Option<DockerDaemon> {
     match DockerDaemon::start() {
@@ -23,21 +23,6 @@ fn daemon() -> Option<DockerDaemon> {
             None
         }
     }
-}
-
-/// The JSON result of the `n`-th tool call, as the model was sent it.
-fn tool_result(server: &MockServer, n: usize) -> Value {
-    let request = server.last_chat_request().unwrap();
-    let content = request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .nth(n)
-        .and_then(|m| m["content"].as_str())
-        .expect("a tool result")
-        .to_string();
-    serde_json::from_str(&content).unwrap_or(Value::String(content))
 }
 
 fn docker_config(persistent: bool) -> String {

@@ -15,21 +15,7 @@ mod common;
 use common::*;
 use hermes_testkit::platforms::modal_gateway::{ModalGatewayMock, TOKEN};
 use hermes_testkit::{MockServer, Reply, Script, TestHome, Turn};
-use serde_json::{Value, json};
-
-fn tool_result(server: &MockServer, n: usize) -> Value {
-    let request = server.last_chat_request().unwrap();
-    let content = request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .nth(n)
-        .and_then(|m| m["content"].as_str())
-        .expect("a tool result")
-        .to_string();
-    serde_json::from_str(&content).unwrap_or(Value::String(content))
-}
+use serde_json::json;
 
 fn gateway() -> Option<ModalGatewayMock> {
     match ModalGatewayMock::usable() {

@@ -49,21 +49,6 @@ fn outside_dir(name: &str) -> Option<PathBuf> {
     Some(dir)
 }
 
-/// The JSON result of the `n`-th tool call, as the model was sent it.
-fn tool_result(server: &MockServer, n: usize) -> Value {
-    let request = server.last_chat_request().unwrap();
-    let content = request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .nth(n)
-        .and_then(|m| m["content"].as_str())
-        .expect("a tool result")
-        .to_string();
-    serde_json::from_str(&content).unwrap_or(Value::String(content))
-}
-
 fn terminal(args: Value) -> Script {
     Script::new(vec![Turn::tool("terminal", args), Turn::text("done")])
 }

@@ -14,21 +14,7 @@ mod common;
 use common::*;
 use hermes_testkit::apptainer::{FakeApptainer, real_apptainer};
 use hermes_testkit::{MockServer, Script, TestHome, Turn};
-use serde_json::{Value, json};
-
-fn tool_result(server: &MockServer, n: usize) -> Value {
-    let request = server.last_chat_request().unwrap();
-    let content = request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .nth(n)
-        .and_then(|m| m["content"].as_str())
-        .expect("a tool result")
-        .to_string();
-    serde_json::from_str(&content).unwrap_or(Value::String(content))
-}
+use serde_json::json;
 
 fn script() -> Script {
     Script::new(vec![

@@ -31,21 +31,6 @@ fn sshd() -> Option<Sshd> {
     }
 }
 
-/// The JSON result of the `n`-th tool call, as the model was sent it.
-fn tool_result(server: &MockServer, n: usize) -> Value {
-    let request = server.last_chat_request().unwrap();
-    let content = request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .nth(n)
-        .and_then(|m| m["content"].as_str())
-        .expect("a tool result")
-        .to_string();
-    serde_json::from_str(&content).unwrap_or(Value::String(content))
-}
-
 /// Tool results in a chat request so far.
 fn tool_count(request: &Value) -> usize {
     request["messages"]

@@ -8,7 +8,8 @@ use std::path::Path;
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-use hermes_testkit::TestHome;
+use hermes_testkit::{MockServer, TestHome};
+use serde_json::Value;
 
 pub mod gateway;
 pub mod tmux;
@@ -67,4 +68,20 @@ pub fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
+}
+
+/// The JSON result of the `n`-th tool call in the last request `server` received, as the model
+/// was sent it (text that is not JSON as a string).
+pub fn tool_result(server: &MockServer, n: usize) -> Value {
+    let request = server.last_chat_request().unwrap();
+    let content = request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .nth(n)
+        .and_then(|m| m["content"].as_str())
+        .expect("a tool result")
+        .to_string();
+    serde_json::from_str(&content).unwrap_or(Value::String(content))
 }
