@@ -19,6 +19,7 @@ mod logging;
 mod login_cmd;
 mod mcp_cmd;
 mod memory_cmd;
+mod moa_cmd;
 mod model_cmd;
 mod model_list;
 mod oneshot;
@@ -136,6 +137,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         (None, Some(Command::Kanban(kanban))) => {
             runtime.block_on(kanban_cmd::run(&cli.common, kanban))
         }
+        (None, Some(Command::Moa(moa))) => moa_cmd::run(&cli.common, moa),
         (None, Some(Command::Curator(curator))) => {
             runtime.block_on(curator_cmd::run(&cli.common, curator))
         }

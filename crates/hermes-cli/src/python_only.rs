@@ -46,7 +46,6 @@ const PYTHON_SUBCOMMANDS: &[&str] = &[
     "memory",
     "memory-graph",
     "migrate",
-    "moa",
     "model",
     "pairing",
     "pets",

@@ -15,6 +15,7 @@ pub mod images;
 pub mod injection;
 pub mod loop_guard;
 pub mod memory;
+pub mod moa;
 mod model_call;
 pub mod prompt;
 pub mod record;

@@ -9,8 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::StreamExt;
-use hermes_llm::{ChatRequest, ResponseAccumulator};
+use hermes_llm::ChatRequest;
 use hermes_protocol::{Image, Message};
 use hermes_tools::{Access, Registry, Tool, ToolContext, ToolError, ToolResult};
 use serde_json::{Value, json};
@@ -238,18 +237,10 @@ impl Tool for VisionAnalyzeTool {
             reasoning: None,
         };
         let ask = async {
-            let mut stream = target
-                .provider
-                .stream(&request)
+            hermes_llm::complete(target.provider.as_ref(), &request)
                 .await
-                .map_err(|e| ToolError::new(format!("the vision model failed: {e}")))?;
-            let mut acc = ResponseAccumulator::new();
-            while let Some(event) = stream.next().await {
-                let event =
-                    event.map_err(|e| ToolError::new(format!("the vision model failed: {e}")))?;
-                acc.push(&event);
-            }
-            Ok::<_, ToolError>(acc.finish().text)
+                .map(|r| r.text)
+                .map_err(|e| ToolError::new(format!("the vision model failed: {e}")))
         };
         let text = tokio::select! {
             r = tokio::time::timeout(ANSWER_TIMEOUT, ask) => r

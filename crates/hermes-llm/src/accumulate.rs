@@ -1,10 +1,27 @@
 //! Folds a stream of [`StreamEvent`]s into one [`AssistantResponse`]: text and reasoning
 //! concatenated, tool calls assembled by index from their deltas, the last usage and finish
-//! reason kept.
+//! reason kept. [`complete`] does it for a whole request.
 
 use std::collections::BTreeMap;
 
+use futures_util::StreamExt;
 use hermes_protocol::{FinishReason, StreamEvent, ToolCall, Usage};
+
+use crate::{ChatRequest, LlmError, Provider};
+
+/// One whole response of `provider` to `request`, for callers that want the answer rather than
+/// the stream (summaries, judges, vision, panels). The first stream error ends it.
+pub async fn complete(
+    provider: &dyn Provider,
+    request: &ChatRequest<'_>,
+) -> Result<AssistantResponse, LlmError> {
+    let mut stream = provider.stream(request).await?;
+    let mut acc = ResponseAccumulator::new();
+    while let Some(event) = stream.next().await {
+        acc.push(&event?);
+    }
+    Ok(acc.finish())
+}
 
 /// One finished model response.
 #[derive(Debug, Clone, Default, PartialEq)]

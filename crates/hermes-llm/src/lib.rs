@@ -36,7 +36,7 @@ use std::sync::Arc;
 use futures_util::Stream;
 use hermes_protocol::{Message, StreamEvent, ToolSchema};
 
-pub use accumulate::{AssistantResponse, ResponseAccumulator};
+pub use accumulate::{AssistantResponse, ResponseAccumulator, complete};
 pub use error::{ErrorClass, LlmError};
 pub use limits::{LimitExceeded, StreamLimits};
 pub use resolve::{Overrides, ProviderSpec, ResolveError, WireFormat, resolve};

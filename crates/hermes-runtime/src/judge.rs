@@ -6,8 +6,7 @@
 
 use std::sync::Arc;
 
-use futures_util::StreamExt;
-use hermes_llm::{ChatRequest, Provider, ResponseAccumulator};
+use hermes_llm::{ChatRequest, Provider};
 use hermes_protocol::Message;
 use hermes_tools::{CommandJudge, JudgeVerdict};
 
@@ -61,17 +60,10 @@ impl CommandJudge for ProviderJudge {
             temperature: Some(0.0),
             reasoning: None,
         };
-        let Ok(mut stream) = self.provider.stream(&request).await else {
-            return JudgeVerdict::Escalate;
-        };
-        let mut reply = ResponseAccumulator::new();
-        while let Some(event) = stream.next().await {
-            match event {
-                Ok(e) => reply.push(&e),
-                Err(_) => return JudgeVerdict::Escalate,
-            }
+        match hermes_llm::complete(self.provider.as_ref(), &request).await {
+            Ok(reply) => parse_verdict(&reply.text),
+            Err(_) => JudgeVerdict::Escalate,
         }
-        parse_verdict(&reply.finish().text)
     }
 }
 

@@ -370,3 +370,48 @@ pub fn auxiliary(
         model: spec.model,
     })
 }
+
+/// The models of `mixture_of_agents` panels: a `provider:model` slot resolved like a fallback
+/// entry (a provider preset or a `custom_providers` name, its key from the environment or the
+/// credential pool), each time the tool runs.
+pub struct PanelModels {
+    config: Config,
+    env: Environment,
+    home: HermesHome,
+}
+
+impl PanelModels {
+    pub fn new(config: &Config, env: &Environment, home: &HermesHome) -> PanelModels {
+        PanelModels {
+            config: config.clone(),
+            env: env.clone(),
+            home: home.clone(),
+        }
+    }
+}
+
+impl hermes_core::moa::SlotResolver for PanelModels {
+    fn resolve(&self, slot: &hermes_core::moa::presets::Slot) -> Result<ModelTarget, String> {
+        let settings = ModelSettings {
+            provider: Some(slot.provider.clone()),
+            default: Some(slot.model.clone()),
+            ..ModelSettings::default()
+        };
+        let named = named_providers(&self.config.raw);
+        let spec =
+            hermes_llm::resolve::resolve_with(&settings, &self.env, &Overrides::default(), &named)
+                .map_err(|e| e.to_string())?;
+        let provider = pooled_or_single(
+            &spec,
+            &self.config,
+            &self.env,
+            &self.home,
+            &ProviderOptions::default(),
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(ModelTarget {
+            provider,
+            model: spec.model,
+        })
+    }
+}

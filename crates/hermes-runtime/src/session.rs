@@ -152,6 +152,7 @@ impl Session {
         }
         // Vision first: sub-agents get the working tools.
         let tools = with_vision(prepared.tools, runtime, &providers, &options)?;
+        let tools = with_moa(tools, runtime);
         let tools = with_delegation(tools, runtime, &providers, &options)?;
         let agent = build_agent(
             runtime,
@@ -596,6 +597,7 @@ impl Session {
         let providers = runtime.providers(&self.spec.model)?;
         let (options, _) = agent_options(runtime.config(), &self.spec, &providers.spec)?;
         let tools = with_vision(prepared.tools, &runtime, &providers, &options)?;
+        let tools = with_moa(tools, &runtime);
         let tools = with_delegation(tools, &runtime, &providers, &options)?;
         let agent = build_agent(
             &runtime,
@@ -750,6 +752,23 @@ fn with_vision(
         &options.model,
     )?;
     Ok(hermes_core::vision::install(&tools, target))
+}
+
+/// `tools` with a working `mixture_of_agents` when the session offers it: the `moa:` presets of
+/// config.yaml, slots resolved like fallback entries.
+fn with_moa(tools: Registry, runtime: &Runtime) -> Registry {
+    if !hermes_core::moa::wanted(&tools) {
+        return tools;
+    }
+    let config = runtime.config();
+    let settings = hermes_core::moa::presets::MoaSettings::from_config(
+        config.raw.get("moa").unwrap_or(&serde_json::Value::Null),
+    );
+    let models = crate::providers::PanelModels::new(config, runtime.env(), runtime.home());
+    hermes_core::moa::install(
+        &tools,
+        hermes_core::moa::MixtureOfAgentsTool::new(settings, Arc::new(models)),
+    )
 }
 
 /// The provider key, redacted from tool output as `[REDACTED:NAME]`: the variable it came

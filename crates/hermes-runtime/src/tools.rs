@@ -234,6 +234,9 @@ impl SharedTools {
         registry.register(Arc::new(
             hermes_core::vision::VisionAnalyzeTool::schema_only(),
         ));
+        registry.register(Arc::new(
+            hermes_core::moa::MixtureOfAgentsTool::schema_only(),
+        ));
         for tool in self.web.session_tools() {
             registry.register(tool);
         }

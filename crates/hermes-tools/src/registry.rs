@@ -57,6 +57,7 @@ const KNOWN_TOOLSETS: &[&str] = &[
     "vision",
     "image_gen",
     "tts",
+    "moa",
 ];
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

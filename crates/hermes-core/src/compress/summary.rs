@@ -2,8 +2,7 @@
 //! fixed sections, and the notice that marks the summary as reference material rather than
 //! instructions.
 
-use futures_util::StreamExt;
-use hermes_llm::{ChatRequest, ResponseAccumulator};
+use hermes_llm::ChatRequest;
 use hermes_protocol::{Message, Role};
 use tokio_util::sync::CancellationToken;
 
@@ -104,16 +103,10 @@ pub async fn generate(
         reasoning: None,
     };
     let run = async {
-        let mut stream = aux
-            .provider
-            .stream(&request)
+        hermes_llm::complete(aux.provider.as_ref(), &request)
             .await
-            .map_err(|e| e.to_string())?;
-        let mut acc = ResponseAccumulator::new();
-        while let Some(ev) = stream.next().await {
-            acc.push(&ev.map_err(|e| e.to_string())?);
-        }
-        Ok::<_, String>(acc.finish().text)
+            .map(|r| r.text)
+            .map_err(|e| e.to_string())
     };
     let text = tokio::select! {
         r = run => r?,
