@@ -1,7 +1,8 @@
 //! The SSH terminal backend through the binary (`hermes -z` against the scripted mock model)
 //! and a private OpenSSH server on a loopback port (throwaway host and user keys, its own
 //! known_hosts, the remote HOME a test directory): commands run over ssh in the remote working
-//! directory, a remote file is read and patched, a background job survives sshd being
+//! directory, a remote file is read and patched (replace mode, and a V4A patch that edits,
+//! adds, moves and deletes, all or nothing), a background job survives sshd being
 //! restarted (every connection cut) and its log keeps growing afterwards, the session's end
 //! kills it, an unknown host key is refused with the fix named, and `hermes doctor` reports
 //! the connection. One test measures the per-command cost of ssh against local commands.
@@ -188,6 +189,77 @@ fn commands_files_and_a_background_job_that_survives_a_cut_connection() {
         left.is_empty(),
         "files left in {}: {left:?}",
         exec.display()
+    );
+}
+
+#[test]
+fn a_v4a_patch_edits_adds_moves_and_deletes_remote_files_all_or_nothing() {
+    let Some(d) = sshd() else { return };
+    let cwd = remote_cwd(&d);
+    std::fs::write(cwd.join("app.py"), "def main():\n    print('hi')\n").unwrap();
+    std::fs::write(cwd.join("old.txt"), "obsolete\n").unwrap();
+    std::fs::write(cwd.join("draft.md"), "# Draft\nbody\n").unwrap();
+    let home = TestHome::new();
+    let good = "*** Begin Patch\n*** Update File: app.py\n@@ def main():\n-    print('hi')\n+    print('hello')\n*** Add File: notes/todo.md\n+- ship it\n*** Delete File: old.txt\n*** Update File: draft.md\n*** Move to: docs/final.md\n-# Draft\n+# Final\n*** End Patch";
+    // The second hunk matches nothing: the first file must stay as it was.
+    let bad = "*** Begin Patch\n*** Update File: app.py\n-    print('hello')\n+    print('bye')\n*** Update File: docs/final.md\n-no such line\n+x\n*** End Patch";
+    let server = MockServer::start(Script::new(vec![
+        Turn::tool("patch", json!({"mode": "patch", "patch": good})),
+        Turn::tool("patch", json!({"mode": "patch", "patch": bad})),
+        Turn::text("done"),
+    ]));
+    home.write_config(&format!(
+        "{}{}",
+        hermes_testkit::mock_config_yaml(&server),
+        ssh_config(&d, &d.known_hosts(), &cwd)
+    ));
+    let o = home.command(bin()).args(["-z", "go"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    let applied = tool_result(&server, 0);
+    assert_eq!(applied["files_modified"], json!(["app.py"]), "{applied}");
+    assert_eq!(
+        applied["files_created"],
+        json!(["notes/todo.md", "docs/final.md"]),
+        "{applied}"
+    );
+    assert_eq!(
+        applied["files_deleted"],
+        json!(["old.txt", "draft.md"]),
+        "{applied}"
+    );
+    assert!(
+        applied["diff"]
+            .as_str()
+            .unwrap()
+            .contains("-    print('hi')\n+    print('hello')"),
+        "{applied}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("app.py")).unwrap(),
+        "def main():\n    print('hello')\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("notes/todo.md")).unwrap(),
+        "- ship it\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("docs/final.md")).unwrap(),
+        "# Final\nbody\n"
+    );
+    assert!(!cwd.join("old.txt").exists());
+    assert!(!cwd.join("draft.md").exists());
+
+    let refused = tool_result(&server, 1);
+    let error = refused["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("patch not applied (no file was changed):\n  • docs/final.md: hunk 1"),
+        "{refused}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("app.py")).unwrap(),
+        "def main():\n    print('hello')\n",
+        "nothing of a refused patch is written"
     );
 }
 

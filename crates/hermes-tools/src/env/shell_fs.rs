@@ -259,6 +259,23 @@ impl ShellFs {
         }
     }
 
+    /// Deletes the file `path` (gone already is fine).
+    pub async fn remove(&self, path: &str) -> Result<(), ToolError> {
+        let out = self.run(&remove_script(path), None, 4096).await?;
+        if out.code == Some(0) {
+            Ok(())
+        } else {
+            Err(ToolError::new(format!(
+                "cannot delete {path}: {}",
+                if out.stderr.is_empty() {
+                    "failed"
+                } else {
+                    &out.stderr
+                }
+            )))
+        }
+    }
+
     /// Text lines a listing or search script printed (bounded).
     pub async fn lines(&self, script: &str) -> Result<Vec<String>, ToolError> {
         let out = self.run(script, None, MAX_LIST_BYTES).await?;

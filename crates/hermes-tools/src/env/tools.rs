@@ -1,14 +1,19 @@
-//! `read_file`, `write_file`, `patch` (replace mode) and `search_files` in an environment
+//! `read_file`, `write_file`, `patch` (replace and V4A modes) and `search_files` in an environment
 //! that is not this machine, through its shell ([`super::shell_fs`]). Arguments, limits and
 //! result shapes are the local tools'; paths are the environment's (relative ones against its
 //! working directory). The host's protected-path rules do not apply: the container's files
 //! are not the user's credentials.
 
+use std::collections::BTreeMap;
+
 use serde_json::{Value, json};
 
 use super::resolve_posix_in;
 use super::shell_fs::{self, GrepMode, Read, ShellFs};
-use crate::patch::{PatchArgs, replace_args, replace_result, replace_text};
+use crate::patch::apply::{self, Prefetched};
+use crate::patch::{
+    PatchArgs, not_applied, patch_result, replace_args, replace_result, replace_text, v4a,
+};
 use crate::{ToolContext, ToolError, ToolResult};
 
 fn fs(ctx: &ToolContext) -> ShellFs {
@@ -81,10 +86,7 @@ pub async fn write_file(ctx: &ToolContext, path: &str, content: &str) -> ToolRes
 
 pub(crate) async fn patch(args: &PatchArgs, ctx: &ToolContext) -> ToolResult {
     if args.is_patch_mode() {
-        return Err(ToolError::new(format!(
-            "patch mode (V4A) is not available with terminal.backend: {} yet; edit each file with replace mode (path, old_string, new_string)",
-            ctx.environment.backend()
-        )));
+        return v4a_patch(args, ctx).await;
     }
     let (shown, old, new) = replace_args(args)?;
     let path = resolve(ctx, shown).await?;
@@ -109,6 +111,109 @@ pub(crate) async fn patch(args: &PatchArgs, ctx: &ToolContext) -> ToolResult {
     let (after, count, strategy) = replace_text(args, shown, old, new, &before)?;
     fs.write(&path, after.as_bytes()).await?;
     Ok(replace_result(shown, &before, &after, count, strategy))
+}
+
+/// A V4A patch in the environment, all-or-nothing as on this machine: every file it names is
+/// read first, the whole patch is planned in memory, then the files are written (a failed
+/// write puts back the ones already written).
+async fn v4a_patch(args: &PatchArgs, ctx: &ToolContext) -> ToolResult {
+    let text = args
+        .patch
+        .as_deref()
+        .filter(|p| !p.trim().is_empty())
+        .ok_or_else(|| ToolError::new("patch mode needs `patch` (V4A text)"))?;
+    let ops = v4a::parse(text).map_err(|e| ToolError::new(format!("invalid patch: {e}")))?;
+    let env = &ctx.environment;
+    env.connect()
+        .await
+        .map_err(|e| ToolError::new(e.to_string()))?;
+    let mut files = Prefetched {
+        cwd: env.cwd(),
+        home: env.home(),
+        files: BTreeMap::new(),
+    };
+    let fs = fs(ctx);
+    let named = ops.iter().flat_map(|op| match op {
+        v4a::Op::Update {
+            path,
+            move_to: Some(dest),
+            ..
+        } => vec![path.as_str(), dest.as_str()],
+        other => vec![other.path()],
+    });
+    let mut errors = Vec::new();
+    for shown in named {
+        let path = match files.path_of(shown) {
+            Ok(p) => p,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        if files.files.contains_key(&path) {
+            continue;
+        }
+        match read_for_patch(&fs, &path).await {
+            Ok(content) => {
+                files.files.insert(path, content);
+            }
+            Err(e) => errors.push(format!("{shown}: {e}")),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(not_applied(&errors));
+    }
+    let changes = apply::plan_in(&ops, &files).map_err(|errors| not_applied(&errors))?;
+    for (i, change) in changes.iter().enumerate() {
+        if let Err(e) = write_state(&fs, change, change.after.as_deref()).await {
+            let mut unrestored = Vec::new();
+            for done in changes[..i].iter().rev() {
+                if write_state(&fs, done, done.before.as_deref()).await.is_err() {
+                    unrestored.push(done.shown.clone());
+                }
+            }
+            let rollback = if unrestored.is_empty() {
+                "no file was changed".to_string()
+            } else {
+                format!("could not restore {}; check them", unrestored.join(", "))
+            };
+            return Err(ToolError::new(format!("{e} ({rollback})")));
+        }
+    }
+    Ok(patch_result(&changes))
+}
+
+/// A file's text for a patch; `None` when absent.
+async fn read_for_patch(fs: &ShellFs, path: &str) -> Result<Option<String>, String> {
+    match fs.read(path).await.map_err(|e| e.to_string())? {
+        Read::Missing => Ok(None),
+        Read::File { size, bytes } => {
+            if size > shell_fs::MAX_READ_BYTES {
+                return Err(format!("too large to patch ({size} bytes); use the terminal"));
+            }
+            if bytes[..bytes.len().min(SNIFF_BYTES)].contains(&0) {
+                return Err("a binary file".into());
+            }
+            String::from_utf8(bytes)
+                .map(Some)
+                .map_err(|_| "not valid UTF-8 text".into())
+        }
+        Read::Directory(_) => Err("a directory".into()),
+        Read::Special => Err("not a regular file".into()),
+    }
+}
+
+/// Puts a planned file in the environment: written, or removed when `None`.
+async fn write_state(
+    fs: &ShellFs,
+    change: &apply::Change,
+    content: Option<&str>,
+) -> Result<(), ToolError> {
+    let path = change.path.to_string_lossy();
+    match content {
+        Some(text) => fs.write(&path, text.as_bytes()).await,
+        None => fs.remove(&path).await,
+    }
 }
 
 /// One search in the environment (the local tool's arguments, validated by it).

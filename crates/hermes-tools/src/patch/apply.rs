@@ -60,26 +60,44 @@ pub fn read_text(path: &Path, protected: &ProtectedPaths) -> Result<Option<Strin
         .map_err(|_| format!("{} is not valid UTF-8 text", path.display()))
 }
 
-/// The files of a plan as they will be: original content kept for the diff and for rollback.
-struct Workspace<'a> {
-    cwd: &'a Path,
-    protected: &'a ProtectedPaths,
-    /// Guarded paths the user approved writing.
-    approved: &'a [PathBuf],
-    files: BTreeMap<PathBuf, Change>,
-    order: Vec<PathBuf>,
+/// Where a plan's files come from: this machine ([`LocalFiles`], checked against the protected
+/// paths), or contents read beforehand from another environment ([`Prefetched`]).
+pub trait PatchFiles {
+    /// The file a patch names, refused when it may not be written.
+    fn resolve(&self, shown: &str) -> Result<PathBuf, String>;
+    /// Its content now; `None` when it does not exist.
+    fn read(&self, path: &Path) -> Result<Option<String>, String>;
+    /// The guarded class of a path the user approved writing.
+    fn guard(&self, _path: &Path) -> Option<GuardedWrite> {
+        None
+    }
 }
 
-impl Workspace<'_> {
+/// `..` is refused in patch paths: a patch names files from the working directory or
+/// absolutely, never by climbing out of it.
+fn no_parent_dirs(shown: &str) -> Result<(), String> {
+    if Path::new(shown)
+        .components()
+        .any(|c| c == std::path::Component::ParentDir)
+    {
+        return Err(format!(
+            "{shown}: `..` is not allowed in patch paths; use a path from the working directory or an absolute one"
+        ));
+    }
+    Ok(())
+}
+
+/// The files of this machine under the session's protected-path rules.
+pub struct LocalFiles<'a> {
+    pub cwd: &'a Path,
+    pub protected: &'a ProtectedPaths,
+    /// Guarded paths the user approved writing.
+    pub approved: &'a [PathBuf],
+}
+
+impl PatchFiles for LocalFiles<'_> {
     fn resolve(&self, shown: &str) -> Result<PathBuf, String> {
-        if Path::new(shown)
-            .components()
-            .any(|c| c == std::path::Component::ParentDir)
-        {
-            return Err(format!(
-                "{shown}: `..` is not allowed in patch paths; use a path from the working directory or an absolute one"
-            ));
-        }
+        no_parent_dirs(shown)?;
         let path = crate::paths::resolve(self.cwd, shown);
         self.protected.check_write(&path).map_err(|e| e.0)?;
         if let Some(g) = self.protected.guarded_write(&path)
@@ -92,12 +110,55 @@ impl Workspace<'_> {
         }
         Ok(path)
     }
+    fn read(&self, path: &Path) -> Result<Option<String>, String> {
+        read_text(path, self.protected)
+    }
+    fn guard(&self, path: &Path) -> Option<GuardedWrite> {
+        self.protected.guarded_write(path)
+    }
+}
 
+/// Files of another environment, read before planning (paths are that environment's, POSIX).
+pub struct Prefetched {
+    pub cwd: String,
+    pub home: String,
+    /// Every path the patch names, resolved, with its content (`None`: absent).
+    pub files: BTreeMap<String, Option<String>>,
+}
+
+impl Prefetched {
+    /// The environment's path of a name in a patch.
+    pub fn path_of(&self, shown: &str) -> Result<String, String> {
+        no_parent_dirs(shown)?;
+        Ok(crate::env::resolve_posix_in(&self.cwd, &self.home, shown))
+    }
+}
+
+impl PatchFiles for Prefetched {
+    fn resolve(&self, shown: &str) -> Result<PathBuf, String> {
+        self.path_of(shown).map(PathBuf::from)
+    }
+    fn read(&self, path: &Path) -> Result<Option<String>, String> {
+        self.files
+            .get(&path.to_string_lossy().into_owned())
+            .cloned()
+            .ok_or_else(|| format!("{} was not read before planning", path.display()))
+    }
+}
+
+/// The files of a plan as they will be: original content kept for the diff and for rollback.
+struct Workspace<'a> {
+    source: &'a dyn PatchFiles,
+    files: BTreeMap<PathBuf, Change>,
+    order: Vec<PathBuf>,
+}
+
+impl Workspace<'_> {
     /// The current planned content of `shown`.
     fn current(&mut self, shown: &str) -> Result<(PathBuf, Option<String>), String> {
-        let path = self.resolve(shown)?;
+        let path = self.source.resolve(shown)?;
         if !self.files.contains_key(&path) {
-            let before = read_text(&path, self.protected)?;
+            let before = self.source.read(&path)?;
             self.order.push(path.clone());
             self.files.insert(
                 path.clone(),
@@ -106,7 +167,7 @@ impl Workspace<'_> {
                     shown: shown.to_string(),
                     before: before.clone(),
                     after: before,
-                    guard: self.protected.guarded_write(&path),
+                    guard: self.source.guard(&path),
                 },
             );
         }
@@ -137,10 +198,20 @@ pub fn plan_approved(
     protected: &ProtectedPaths,
     approved: &[PathBuf],
 ) -> Result<Vec<Change>, Vec<String>> {
+    plan_in(
+        ops,
+        &LocalFiles {
+            cwd,
+            protected,
+            approved,
+        },
+    )
+}
+
+/// What a V4A patch does to the files of `source`.
+pub fn plan_in(ops: &[Op], source: &dyn PatchFiles) -> Result<Vec<Change>, Vec<String>> {
     let mut ws = Workspace {
-        cwd,
-        protected,
-        approved,
+        source,
         files: BTreeMap::new(),
         order: Vec::new(),
     };

@@ -297,20 +297,28 @@ fn patch_mode(args: &PatchArgs, ctx: &ToolContext, approved: &[PathBuf]) -> Tool
         .filter(|p| !p.trim().is_empty())
         .ok_or_else(|| ToolError::new("patch mode needs `patch` (V4A text)"))?;
     let ops = v4a::parse(text).map_err(|e| ToolError::new(format!("invalid patch: {e}")))?;
-    let changes =
-        apply::plan_approved(&ops, &ctx.cwd, &ctx.protected, approved).map_err(|errors| {
-            let list: Vec<String> = errors.iter().map(|e| format!("  • {e}")).collect();
-            ToolError::new(format!(
-                "patch not applied (no file was changed):\n{}",
-                list.join("\n")
-            ))
-        })?;
+    let changes = apply::plan_approved(&ops, &ctx.cwd, &ctx.protected, approved)
+        .map_err(|errors| not_applied(&errors))?;
     apply::commit(&changes, &ctx.protected).map_err(ToolError::new)?;
+    Ok(patch_result(&changes))
+}
+
+/// The V4A patch tool's text for a list of problems.
+pub(crate) fn not_applied(errors: &[String]) -> ToolError {
+    let list: Vec<String> = errors.iter().map(|e| format!("  • {e}")).collect();
+    ToolError::new(format!(
+        "patch not applied (no file was changed):\n{}",
+        list.join("\n")
+    ))
+}
+
+/// What an applied V4A patch did: the diff, and the files created, modified and deleted.
+pub(crate) fn patch_result(changes: &[apply::Change]) -> Value {
     let mut created = Vec::new();
     let mut modified = Vec::new();
     let mut deleted = Vec::new();
     let mut diff = String::new();
-    for c in &changes {
+    for c in changes {
         match (&c.before, &c.after) {
             (None, Some(_)) => created.push(c.shown.clone()),
             (Some(_), None) => deleted.push(c.shown.clone()),
@@ -332,7 +340,7 @@ fn patch_mode(args: &PatchArgs, ctx: &ToolContext, approved: &[PathBuf]) -> Tool
             result[key] = json!(list);
         }
     }
-    Ok(result)
+    result
 }
 
 #[cfg(test)]
