@@ -72,9 +72,19 @@ fn commands_and_files_act_in_the_sandbox_which_restarts_after_idling_and_is_dele
             "terminal",
             json!({"command": "ps -eo args | grep 'sleep 771[3]' || echo no-sleep"}),
         ),
+        Turn::tool(
+            "execute_code",
+            json!({"code": "from hermes_tools import read_file, terminal\nprint(read_file(\"notes/it's a file.txt\")['content'])\nprint(terminal('echo via-toolbox')['output'].strip())"}),
+        ),
         Turn::text("done"),
     ]);
-    let server = run_session(&mock, &home, script, "  container_persistent: false\n");
+    // Ten tool calls would start the background skill review: not what this test is about.
+    let server = run_session(
+        &mock,
+        &home,
+        script,
+        "  container_persistent: false\nskills:\n  creation_nudge_interval: 0\n",
+    );
 
     // Created once, with the image and resources, no host variables.
     let creates: Vec<String> = mock
@@ -163,6 +173,14 @@ fn commands_and_files_act_in_the_sandbox_which_restarts_after_idling_and_is_dele
     );
     let ps = tool_result(&server, 7);
     assert!(ps["output"].as_str().unwrap().contains("no-sleep"), "{ps}");
+    // A script runs in the sandbox too, its tool calls answered through files there.
+    let code = tool_result(&server, 8);
+    assert_eq!(code["status"], "success", "{code}");
+    assert_eq!(code["tool_calls_made"], 2, "{code}");
+    assert_eq!(
+        code["output"], "1|hello daytona\n2|second line\nvia-toolbox\n",
+        "{code}"
+    );
 
     // Deleted at session end.
     assert!(mock.sandboxes().is_empty(), "{:?}", mock.sandboxes());

@@ -184,12 +184,12 @@ fn a_session_container_is_removed_at_the_end() {
     let server = run_session(&d, &home, script, false);
     let out = tool_result(&server, 0);
     assert!(out["output"].as_str().unwrap().contains(MARKER), "{out}");
+    // execute_code runs in the container, whose busybox image has no Python: said so.
     let code = tool_result(&server, 1);
-    assert!(
-        code["error"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("terminal.backend: local"),
+    assert_eq!(code["status"], "error", "{code}");
+    assert_eq!(code["exit_code"], 127, "{code}");
+    assert_eq!(
+        code["error"], "execute_code needs python3 in the environment (terminal.backend: docker)",
         "{code}"
     );
     assert!(

@@ -2,7 +2,8 @@
 //! and a private OpenSSH server on a loopback port (throwaway host and user keys, its own
 //! known_hosts, the remote HOME a test directory): commands run over ssh in the remote working
 //! directory, a remote file is read and patched (replace mode, and a V4A patch that edits,
-//! adds, moves and deletes, all or nothing), a background job survives sshd being
+//! adds, moves and deletes, all or nothing), an `execute_code` script runs there with its
+//! tool calls answered through request files, a background job survives sshd being
 //! restarted (every connection cut) and its log keeps growing afterwards, the session's end
 //! kills it, an unknown host key is refused with the fix named, and `hermes doctor` reports
 //! the connection. One test measures the per-command cost of ssh against local commands.
@@ -261,6 +262,64 @@ fn a_v4a_patch_edits_adds_moves_and_deletes_remote_files_all_or_nothing() {
         "def main():\n    print('hello')\n",
         "nothing of a refused patch is written"
     );
+}
+
+#[test]
+fn execute_code_runs_the_script_on_the_remote_host_and_its_tool_calls_come_back_through_files() {
+    let Some(d) = sshd() else { return };
+    let cwd = remote_cwd(&d);
+    let home = TestHome::new();
+    let code = "import os\nfrom hermes_tools import read_file, write_file, terminal\nprint('cwd', os.getcwd())\nprint('over-ssh', bool(os.environ.get('SSH_CONNECTION')))\nr = read_file('marker.txt')\nprint('read', r['content'])\nw = write_file('from-script.txt', 'written by the script\\n')\nprint('created', w['created'])\nt = terminal('cat from-script.txt; echo exit-$?')\nprint('term', t['output'].strip())\nprint('files', sorted(os.listdir(os.environ['HERMES_RPC_DIR'])))\nprint('dir', os.path.dirname(os.environ['HERMES_RPC_DIR']))\n";
+    let server = MockServer::start(Script::new(vec![
+        Turn::tool("execute_code", json!({"code": code})),
+        Turn::tool(
+            "execute_code",
+            json!({"code": "import sys\nprint('partial')\nsys.exit(3)"}),
+        ),
+        Turn::text("done"),
+    ]));
+    home.write_config(&format!(
+        "{}{}",
+        hermes_testkit::mock_config_yaml(&server),
+        ssh_config(&d, &d.known_hosts(), &cwd)
+    ));
+    let o = home.command(bin()).args(["-z", "go"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    let ran = tool_result(&server, 0);
+    assert_eq!(ran["status"], "success", "{ran}");
+    assert_eq!(ran["tool_calls_made"], 3, "{ran}");
+    let out = ran["output"].as_str().unwrap();
+    assert!(
+        out.contains(&format!("cwd {}\n", cwd.display())),
+        "the script runs in ssh_cwd: {out}"
+    );
+    assert!(out.contains("over-ssh True\n"), "{out}");
+    assert!(out.contains("read 1|remote-marker-7f3a\n"), "{out}");
+    assert!(out.contains("created True\n"), "{out}");
+    assert!(
+        out.contains("term written by the script\nexit-0\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("files []"),
+        "requests and answers are consumed: {out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("from-script.txt")).unwrap(),
+        "written by the script\n"
+    );
+    let failed = tool_result(&server, 1);
+    assert_eq!(failed["status"], "error", "{failed}");
+    assert_eq!(failed["exit_code"], 3, "{failed}");
+    assert!(failed["output"].as_str().unwrap().starts_with("partial"));
+    // The run directory is gone.
+    let dir = out
+        .lines()
+        .find_map(|l| l.strip_prefix("dir "))
+        .expect("the script printed its directory");
+    assert!(dir.contains("/hermes-code-"), "{dir}");
+    assert!(!std::path::Path::new(dir).exists(), "{dir} was left behind");
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! The script's process: Python started in its own process group with the session's filtered
 //! environment (no credentials) plus the tool channel's socket and token; stdout kept as head
 //! (40 %) and tail (60 %) of the output cap, stderr as its head; the whole group stopped
-//! (SIGTERM, then SIGKILL after a grace period) on timeout or interrupt.
+//! (SIGTERM, then SIGKILL after a grace period) on timeout or interrupt. [`supervise`] does the
+//! watching for a script started elsewhere too (a remote environment's client process).
 
 use std::collections::VecDeque;
 use std::path::Path;
@@ -9,6 +10,7 @@ use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use hermes_tools::ToolContext;
+use hermes_tools::env::Stopper;
 use tokio::io::AsyncReadExt;
 
 /// Bytes of stdout the model gets.
@@ -119,7 +121,7 @@ pub(super) async fn run(
             command
         }
     };
-    let mut child = command
+    let child = command
         .current_dir(cwd)
         .env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))
@@ -129,6 +131,19 @@ pub(super) async fn run(
         .process_group(0)
         .kill_on_drop(true)
         .spawn()?;
+    supervise(child, &Stopper::LocalGroup, timeout, ctx, serve).await
+}
+
+/// Watches a spawned script (stdout and stderr piped, its own process group) until it exits,
+/// `timeout` passes or the turn is interrupted, serving its tool calls meanwhile; `stopper`
+/// reaches its processes (here, or inside a remote environment).
+pub(super) async fn supervise(
+    mut child: tokio::process::Child,
+    stopper: &Stopper,
+    timeout: Duration,
+    ctx: &ToolContext,
+    serve: impl std::future::Future<Output = ()>,
+) -> std::io::Result<Finished> {
     let pgid = child.id();
     let (Some(mut out), Some(mut err)) = (child.stdout.take(), child.stderr.take()) else {
         return Err(std::io::Error::other(
@@ -160,11 +175,11 @@ pub(super) async fn run(
             () = &mut serve, if serving => serving = false,
             () = &mut deadline => {
                 ending = Ending::TimedOut;
-                break terminate(&mut child, pgid).await;
+                break stopper.terminate(&mut child, pgid, KILL_GRACE).await.ok();
             }
             () = ctx.cancel.cancelled() => {
                 ending = Ending::Interrupted;
-                break terminate(&mut child, pgid).await;
+                break stopper.terminate(&mut child, pgid, KILL_GRACE).await.ok();
             }
         }
     };
@@ -188,35 +203,6 @@ pub(super) async fn run(
         stdout,
         stderr,
     })
-}
-
-/// SIGTERM to the group, SIGKILL after the grace period; reaps the child.
-async fn terminate(child: &mut tokio::process::Child, pgid: Option<u32>) -> Option<ExitStatus> {
-    if let Some(pgid) = pgid {
-        signal_group(pgid, libc::SIGTERM);
-        if let Ok(status) = tokio::time::timeout(KILL_GRACE, child.wait()).await {
-            signal_group(pgid, libc::SIGKILL);
-            return status.ok();
-        }
-        signal_group(pgid, libc::SIGKILL);
-    } else {
-        let _ = child.start_kill();
-    }
-    child.wait().await.ok()
-}
-
-#[allow(unsafe_code)]
-fn signal_group(pgid: u32, signal: i32) {
-    let Ok(pgid) = libc::pid_t::try_from(pgid) else {
-        return;
-    };
-    if pgid <= 1 {
-        return;
-    }
-    // SAFETY: killpg only sends a signal; a stale group id at worst yields ESRCH.
-    unsafe {
-        libc::killpg(pgid, signal);
-    }
 }
 
 #[cfg(test)]

@@ -8,11 +8,15 @@
 //! Python Hermes: 5 minutes, 50 tool calls and 50 KB of output per script. A model call whose
 //! tools were all `execute_code` gives its iteration back ([`refund`]).
 //!
+//! With a remote terminal backend the script runs in that environment, its tool calls through
+//! request and reply files there ([`remote`]).
+//!
 //! [`install`] puts the working tool into a session's registry in place of the schema-only one
 //! that lists and measures it (the pattern of [`crate::delegation::Delegation::install`]).
 
 mod child;
 mod refund;
+mod remote;
 mod rpc;
 mod stubs;
 mod tool;

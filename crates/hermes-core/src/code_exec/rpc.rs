@@ -79,7 +79,7 @@ impl Rpc<'_> {
     }
 
     /// The reply line (compact JSON, no raw newline) to one request line.
-    async fn answer(&self, line: &[u8]) -> String {
+    pub(super) async fn answer(&self, line: &[u8]) -> String {
         let request: Value = match serde_json::from_slice(line) {
             Ok(v) => v,
             Err(e) => return json!({"error": format!("invalid request: {e}")}).to_string(),

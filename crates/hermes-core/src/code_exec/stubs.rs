@@ -1,8 +1,10 @@
 //! The generated `hermes_tools` Python module: one function per sandbox tool the session has,
-//! each sending `{"tool", "args", "token"}` as one JSON line over the Unix socket named by
-//! `HERMES_RPC_SOCKET` and returning the tool's JSON result as a dict (calls from several
-//! threads are serialised: one request, one reply); plus the helpers `json_parse`,
-//! `shell_quote` and `retry`. Arguments left as `None` are not sent.
+//! each sending `{"tool", "args", "token"}` and returning the tool's JSON result as a dict
+//! (calls from several threads are serialised: one request, one reply); plus the helpers
+//! `json_parse`, `shell_quote` and `retry`. Arguments left as `None` are not sent. Two
+//! transports ([`Transport`]): one JSON line over the Unix socket named by `HERMES_RPC_SOCKET`
+//! (a script on this machine), or request and reply files in the private directory named by
+//! `HERMES_RPC_DIR` (a script in a remote environment, which the agent polls).
 
 /// `(name, signature, argument dict, one-line doc)` of each sandbox tool's function.
 const FUNCTIONS: &[(&str, &str, &str, &str)] = &[
@@ -67,7 +69,16 @@ const SHOWN: &[(&str, &str)] = &[
     ("web_extract", "web_extract(urls)"),
 ];
 
-const HEADER: &str = r#""""Hermes tools for this script. Each function runs the tool in the agent and returns its JSON result."""
+/// How the module reaches the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Transport {
+    /// A Unix socket on this machine.
+    Socket,
+    /// Files in a directory the agent polls (remote environments).
+    Files,
+}
+
+const IMPORTS: &str = r#""""Hermes tools for this script. Each function runs the tool in the agent and returns its JSON result."""
 import json as _json
 import os as _os
 import shlex as _shlex
@@ -76,26 +87,61 @@ import threading as _threading
 import time as _time
 
 _lock = _threading.Lock()
-_conn = None
+"#;
+
+/// `_exchange(request) -> reply text` over the socket.
+const SOCKET_EXCHANGE: &str = r#"_conn = None
 _pending = b""
 
 
-def _call(tool, args):
+def _exchange(request):
     global _conn, _pending
-    args = {k: v for k, v in args.items() if v is not None}
-    line = _json.dumps({"tool": tool, "args": args, "token": _os.environ.get("HERMES_RPC_TOKEN", "")}) + "\n"
     with _lock:
         if _conn is None:
             _conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
             _conn.connect(_os.environ["HERMES_RPC_SOCKET"])
-        _conn.sendall(line.encode("utf-8"))
+        _conn.sendall((request + "\n").encode("utf-8"))
         while b"\n" not in _pending:
             chunk = _conn.recv(65536)
             if not chunk:
                 raise RuntimeError("the agent closed the tool channel")
             _pending += chunk
         reply, _, _pending = _pending.partition(b"\n")
-    result = _json.loads(reply.decode("utf-8"))
+    return reply.decode("utf-8")
+"#;
+
+/// `_exchange(request) -> reply text` through files: `req_N` appears whole (written as
+/// `req_N.tmp`, then renamed), the agent answers with `res_N` (also renamed into place).
+const FILES_EXCHANGE: &str = r#"_seq = 0
+
+
+def _exchange(request):
+    global _seq
+    rpc = _os.environ["HERMES_RPC_DIR"]
+    with _lock:
+        _seq += 1
+        name = "%06d" % _seq
+        tmp = _os.path.join(rpc, "req_" + name + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(request)
+        _os.rename(tmp, _os.path.join(rpc, "req_" + name))
+        res = _os.path.join(rpc, "res_" + name)
+        delay = 0.02
+        while not _os.path.exists(res):
+            _time.sleep(delay)
+            delay = min(delay * 1.5, 0.25)
+        with open(res, encoding="utf-8") as f:
+            reply = f.read()
+        _os.remove(res)
+    return reply
+"#;
+
+const HEADER: &str = r#"
+
+def _call(tool, args):
+    args = {k: v for k, v in args.items() if v is not None}
+    request = _json.dumps({"tool": tool, "args": args, "token": _os.environ.get("HERMES_RPC_TOKEN", "")})
+    result = _json.loads(_exchange(request))
     if isinstance(result, str):
         try:
             return _json.loads(result)
@@ -127,8 +173,13 @@ def retry(fn, max_attempts=3, delay=2):
 "#;
 
 /// The module's source for the tools in `names` (unknown names are ignored).
-pub(super) fn module(names: &[&str]) -> String {
-    let mut src = HEADER.to_string();
+pub(super) fn module(names: &[&str], transport: Transport) -> String {
+    let mut src = IMPORTS.to_string();
+    src.push_str(match transport {
+        Transport::Socket => SOCKET_EXCHANGE,
+        Transport::Files => FILES_EXCHANGE,
+    });
+    src.push_str(HEADER);
     for (name, signature, args, doc) in FUNCTIONS {
         if names.contains(name) {
             src.push_str(&format!(
@@ -155,7 +206,7 @@ mod tests {
 
     #[test]
     fn only_the_named_tools_get_functions() {
-        let src = module(&["read_file", "terminal"]);
+        let src = module(&["read_file", "terminal"], Transport::Socket);
         assert!(src.contains("def read_file(path, offset=1, limit=500):"));
         assert!(src.contains("def terminal(command, timeout=None, workdir=None):"));
         assert!(!src.contains("def web_search("));

@@ -10,10 +10,13 @@ use std::time::{Duration, Instant};
 use hermes_tools::{Registry, Tool, ToolContext, ToolError, ToolResult};
 use serde_json::{Value, json};
 
-use super::child::{self, Ending};
+use hermes_tools::env::shell_fs::ShellFs;
+
+use super::child::{self, Ending, Finished};
 use super::refund::Refunder;
 use super::rpc::Rpc;
-use super::{CodeExecSettings, SANDBOX_TOOLS, TOOL_NAME, stubs};
+use super::stubs::Transport;
+use super::{CodeExecSettings, SANDBOX_TOOLS, TOOL_NAME, remote, stubs};
 
 pub struct ExecuteCodeTool {
     /// `None`: listed and measured only (a session installs the working one).
@@ -85,6 +88,52 @@ fn token() -> Result<String, ToolError> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
+impl ExecuteCodeTool {
+    /// The script in the session's remote environment, its tool calls through files.
+    async fn call_remote(&self, code: &str, tools: &Registry, ctx: &ToolContext) -> ToolResult {
+        let env = &ctx.environment;
+        env.connect()
+            .await
+            .map_err(|e| ToolError::new(e.to_string()))?;
+        let fs = ShellFs::new(env.clone());
+        let dir = remote::RemoteDir::create(fs.clone()).await?;
+        let outcome = async {
+            fs.write(
+                &format!("{}/hermes_tools.py", dir.path),
+                stubs::module(&tools.names(), Transport::Files).as_bytes(),
+            )
+            .await?;
+            fs.write(&format!("{}/script.py", dir.path), code.as_bytes())
+                .await?;
+            let token = token()?;
+            let rpc = Rpc {
+                tools,
+                ctx,
+                token: &token,
+                max_calls: self.settings.max_tool_calls.max(1),
+                calls: AtomicUsize::new(0),
+            };
+            let workdir = if self.settings.mode.trim().eq_ignore_ascii_case("strict") {
+                dir.path.clone()
+            } else {
+                env.cwd()
+            };
+            let channel = [
+                ("HERMES_RPC_DIR".to_string(), dir.rpc()),
+                ("HERMES_RPC_TOKEN".to_string(), token.clone()),
+            ];
+            let timeout = Duration::from_secs(self.settings.timeout.max(1));
+            let started = Instant::now();
+            let finished = remote::run_script(ctx, &dir, &workdir, &channel, timeout, &rpc).await?;
+            self.refunder.refund(ctx);
+            Ok::<_, ToolError>(report(finished, started, rpc.calls_made(), timeout))
+        }
+        .await;
+        dir.remove().await;
+        outcome
+    }
+}
+
 #[async_trait::async_trait]
 impl Tool for ExecuteCodeTool {
     fn name(&self) -> &str {
@@ -136,12 +185,7 @@ impl Tool for ExecuteCodeTool {
             return Err(ToolError::new("no code provided"));
         }
         if !ctx.environment.is_local() {
-            // The script's tool calls come back over a Unix socket on this machine, which a
-            // container's process cannot reach; running it here would leave the environment.
-            return Err(ToolError::new(format!(
-                "execute_code runs only with terminal.backend: local in this build (this session uses {}); run the script with terminal (e.g. python3 script.py) instead",
-                ctx.environment.backend()
-            )));
+            return self.call_remote(code, tools, ctx).await;
         }
         let python = find_python(ctx.child_env.get("VIRTUAL_ENV"), ctx.child_env.get("PATH"))
             .ok_or_else(|| {
@@ -160,7 +204,7 @@ impl Tool for ExecuteCodeTool {
         };
         write(
             &dir.path().join("hermes_tools.py"),
-            &stubs::module(&tools.names()),
+            &stubs::module(&tools.names(), Transport::Socket),
         )?;
         write(&script, code)?;
         let socket = dir.path().join("rpc.sock");
@@ -220,53 +264,59 @@ impl Tool for ExecuteCodeTool {
         // A script's many tool calls cost this one model call.
         self.refunder.refund(ctx);
 
-        let duration = (started.elapsed().as_secs_f64() * 100.0).round() / 100.0;
-        let clean = |s: String| hermes_tools::output::strip_ansi(&s);
-        let mut output = clean(finished.stdout.text());
-        let stderr = clean(finished.stderr.text());
-        let exit_code = finished.status.and_then(|s| s.code()).unwrap_or(-1);
-        let mut result = json!({
-            "status": "success",
-            "exit_code": exit_code,
-            "tool_calls_made": rpc.calls_made(),
-            "duration_seconds": duration,
-        });
-        match finished.ending {
-            Ending::TimedOut => {
-                let msg = format!(
-                    "the script timed out after {}s and was killed",
-                    timeout.as_secs()
-                );
-                output = if output.is_empty() {
-                    msg.clone()
-                } else {
-                    format!("{output}\n\n{msg}")
-                };
-                result["status"] = json!("timeout");
-                result["error"] = json!(msg);
-            }
-            Ending::Interrupted => {
-                output.push_str("\n[interrupted by the user; the script was killed]");
-                result["status"] = json!("interrupted");
-            }
-            Ending::Exited if exit_code != 0 => {
-                result["status"] = json!("error");
-                result["error"] = json!(if stderr.trim().is_empty() {
-                    format!("the script exited with code {exit_code}")
-                } else {
-                    stderr.trim_end().to_string()
-                });
-                if !stderr.trim().is_empty() {
-                    output = format!("{output}\n--- stderr ---\n{}", stderr.trim_end());
-                }
-            }
-            Ending::Exited => {}
-        }
-        result["output"] = json!(output);
-        if finished.stdout.truncated() {
-            result["stdout_truncated"] = json!(true);
-            result["stdout_bytes_total"] = json!(finished.stdout.total());
-        }
-        Ok(result)
+        Ok(report(finished, started, rpc.calls_made(), timeout))
     }
+}
+
+/// The tool's answer for a finished script: `{status, output, exit_code, tool_calls_made,
+/// duration_seconds}` (+ `error`, `stdout_truncated`).
+fn report(finished: Finished, started: Instant, calls: usize, timeout: Duration) -> Value {
+    let duration = (started.elapsed().as_secs_f64() * 100.0).round() / 100.0;
+    let clean = |s: String| hermes_tools::output::strip_ansi(&s);
+    let mut output = clean(finished.stdout.text());
+    let stderr = clean(finished.stderr.text());
+    let exit_code = finished.status.and_then(|s| s.code()).unwrap_or(-1);
+    let mut result = json!({
+        "status": "success",
+        "exit_code": exit_code,
+        "tool_calls_made": calls,
+        "duration_seconds": duration,
+    });
+    match finished.ending {
+        Ending::TimedOut => {
+            let msg = format!(
+                "the script timed out after {}s and was killed",
+                timeout.as_secs()
+            );
+            output = if output.is_empty() {
+                msg.clone()
+            } else {
+                format!("{output}\n\n{msg}")
+            };
+            result["status"] = json!("timeout");
+            result["error"] = json!(msg);
+        }
+        Ending::Interrupted => {
+            output.push_str("\n[interrupted by the user; the script was killed]");
+            result["status"] = json!("interrupted");
+        }
+        Ending::Exited if exit_code != 0 => {
+            result["status"] = json!("error");
+            result["error"] = json!(if stderr.trim().is_empty() {
+                format!("the script exited with code {exit_code}")
+            } else {
+                stderr.trim_end().to_string()
+            });
+            if !stderr.trim().is_empty() {
+                output = format!("{output}\n--- stderr ---\n{}", stderr.trim_end());
+            }
+        }
+        Ending::Exited => {}
+    }
+    result["output"] = json!(output);
+    if finished.stdout.truncated() {
+        result["stdout_truncated"] = json!(true);
+        result["stdout_bytes_total"] = json!(finished.stdout.total());
+    }
+    result
 }

@@ -168,7 +168,10 @@ async fn v4a_patch(args: &PatchArgs, ctx: &ToolContext) -> ToolResult {
         if let Err(e) = write_state(&fs, change, change.after.as_deref()).await {
             let mut unrestored = Vec::new();
             for done in changes[..i].iter().rev() {
-                if write_state(&fs, done, done.before.as_deref()).await.is_err() {
+                if write_state(&fs, done, done.before.as_deref())
+                    .await
+                    .is_err()
+                {
                     unrestored.push(done.shown.clone());
                 }
             }
@@ -189,7 +192,9 @@ async fn read_for_patch(fs: &ShellFs, path: &str) -> Result<Option<String>, Stri
         Read::Missing => Ok(None),
         Read::File { size, bytes } => {
             if size > shell_fs::MAX_READ_BYTES {
-                return Err(format!("too large to patch ({size} bytes); use the terminal"));
+                return Err(format!(
+                    "too large to patch ({size} bytes); use the terminal"
+                ));
             }
             if bytes[..bytes.len().min(SNIFF_BYTES)].contains(&0) {
                 return Err("a binary file".into());
