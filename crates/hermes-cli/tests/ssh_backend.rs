@@ -3,7 +3,8 @@
 //! known_hosts, the remote HOME a test directory): commands run over ssh in the remote working
 //! directory, a remote file is read and patched (replace mode, and a V4A patch that edits,
 //! adds, moves and deletes, all or nothing), an `execute_code` script runs there with its
-//! tool calls answered through request files, a background job survives sshd being
+//! tool calls answered through request files, the home's skills, caches and credential files
+//! are pushed to the remote `~/.hermes` (and removals follow), a background job survives sshd being
 //! restarted (every connection cut) and its log keeps growing afterwards, the session's end
 //! kills it, an unknown host key is refused with the fix named, and `hermes doctor` reports
 //! the connection. One test measures the per-command cost of ssh against local commands.
@@ -320,6 +321,75 @@ fn execute_code_runs_the_script_on_the_remote_host_and_its_tool_calls_come_back_
         .expect("the script printed its directory");
     assert!(dir.contains("/hermes-code-"), "{dir}");
     assert!(!std::path::Path::new(dir).exists(), "{dir} was left behind");
+}
+
+#[test]
+fn the_homes_skills_caches_and_credential_files_are_pushed_and_removals_follow() {
+    let Some(d) = sshd() else { return };
+    let cwd = remote_cwd(&d);
+    let home = TestHome::new();
+    let hh = home.hermes_home();
+    for (rel, text) in [
+        (
+            "skills/deploy/SKILL.md",
+            "---\nname: deploy\ndescription: d\n---\nRun scripts/go.sh\n",
+        ),
+        ("skills/deploy/scripts/go.sh", "echo deploying\n"),
+        ("cache/documents/report.txt", "quarterly\n"),
+        ("secrets/token.json", "{\"t\": 1}\n"),
+        ("memories/MEMORY.md", "stays here\n"),
+    ] {
+        std::fs::create_dir_all(hh.join(rel).parent().unwrap()).unwrap();
+        std::fs::write(hh.join(rel), text).unwrap();
+    }
+    // `exec/` holds the ssh backend's own bookkeeping.
+    let list = "cd ~/.hermes && find . -type f -not -path './exec/*' | sort && sh skills/deploy/scripts/go.sh";
+    let turns = vec![
+        Turn::tool("terminal", json!({"command": list})),
+        // Between these turns a skill file is removed and another changed here.
+        Turn::tool("terminal", json!({"command": list})),
+        Turn::text("done"),
+    ];
+    let server = {
+        let hh = hh.clone();
+        MockServer::start(Script::responding(move |request| {
+            let n = tool_count(request);
+            if n == 1 {
+                let _ = std::fs::remove_file(hh.join("cache/documents/report.txt"));
+                std::fs::write(
+                    hh.join("skills/deploy/scripts/go.sh"),
+                    "echo deploying v2\n",
+                )
+                .unwrap();
+            }
+            turns.get(n).cloned().unwrap_or_else(|| Turn::text("done"))
+        }))
+    };
+    home.write_config(&format!(
+        "{}{}  credential_files: [secrets/token.json, ../escape.txt]\n",
+        hermes_testkit::mock_config_yaml(&server),
+        ssh_config(&d, &d.known_hosts(), &cwd)
+    ));
+    let o = home
+        .command(bin())
+        .env("HERMES_FORCE_FILE_SYNC", "1")
+        .args(["-z", "go"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let first = tool_result(&server, 0);
+    assert_eq!(
+        first["output"],
+        "./cache/documents/report.txt\n./secrets/token.json\n./skills/deploy/SKILL.md\n./skills/deploy/scripts/go.sh\ndeploying",
+        "{first}"
+    );
+    let second = tool_result(&server, 1);
+    assert_eq!(
+        second["output"],
+        "./secrets/token.json\n./skills/deploy/SKILL.md\n./skills/deploy/scripts/go.sh\ndeploying v2",
+        "{second}"
+    );
+    assert!(!d.remote_home().join(".hermes/memories").exists());
 }
 
 #[test]

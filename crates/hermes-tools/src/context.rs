@@ -238,6 +238,39 @@ impl ToolContext {
     }
 }
 
+/// `env` with the home's skills, caches and `terminal.credential_files` pushed into it before
+/// use ([`crate::env::file_sync`]).
+fn synced(
+    config: &Config,
+    setup: &SessionTools<'_>,
+    env: Arc<dyn ExecutionEnvironment>,
+) -> Arc<dyn ExecutionEnvironment> {
+    let credential_files = config
+        .raw
+        .pointer("/terminal/credential_files")
+        .and_then(serde_json::Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(serde_json::Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    let force = setup
+        .env
+        .var(crate::env::file_sync::FORCE_ENV)
+        .is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes"));
+    Arc::new(crate::env::file_sync::Synced::new(
+        env,
+        crate::env::file_sync::SyncSources {
+            home: setup.home.root().to_path_buf(),
+            credential_files,
+        },
+        force,
+    ))
+}
+
 /// The session's execution environment (`terminal.backend`). Backends not in this build are
 /// refused here, at session start, rather than at the first command.
 fn environment_for(
@@ -264,16 +297,20 @@ fn environment_for(
         }
         Backend::Ssh => {
             let session = setup.session.id();
-            Ok(Arc::new(SshEnvironment::new(SshClient::new(
-                settings.ssh,
-                &setup.home.root().join("cache").join("ssh"),
-                if session.is_empty() {
-                    "session"
-                } else {
-                    &session
-                },
-                std::env::var("HOME").ok(),
-            ))))
+            Ok(synced(
+                config,
+                setup,
+                Arc::new(SshEnvironment::new(SshClient::new(
+                    settings.ssh,
+                    &setup.home.root().join("cache").join("ssh"),
+                    if session.is_empty() {
+                        "session"
+                    } else {
+                        &session
+                    },
+                    std::env::var("HOME").ok(),
+                ))),
+            ))
         }
         Backend::Daytona | Backend::Modal | Backend::Singularity => {
             let session = setup.session.id();
@@ -307,15 +344,18 @@ fn environment_for(
                     &session,
                     launcher,
                 )),
-                _ => Arc::new(SingularityEnvironment::new(
-                    settings.singularity,
-                    resources,
-                    home,
-                    &session,
-                    find_executable(setup.env.var("PATH").as_deref()),
-                )),
+                // The image's files are its own; bind mounts show it nothing of the home.
+                _ => {
+                    return Ok(Arc::new(SingularityEnvironment::new(
+                        settings.singularity,
+                        resources,
+                        home,
+                        &session,
+                        find_executable(setup.env.var("PATH").as_deref()),
+                    )));
+                }
             };
-            Ok(env)
+            Ok(synced(config, setup, env))
         }
     }
 }

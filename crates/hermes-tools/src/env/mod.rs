@@ -21,6 +21,7 @@
 
 pub mod daytona;
 pub mod docker;
+pub mod file_sync;
 pub mod http_api;
 pub mod local;
 pub mod modal;
