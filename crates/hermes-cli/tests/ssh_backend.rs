@@ -344,7 +344,7 @@ fn the_homes_skills_caches_and_credential_files_are_pushed_and_removals_follow()
     }
     // `exec/` holds the ssh backend's own bookkeeping.
     let list = "cd ~/.hermes && find . -type f -not -path './exec/*' | sort && sh skills/deploy/scripts/go.sh";
-    let turns = vec![
+    let turns = [
         Turn::tool("terminal", json!({"command": list})),
         // Between these turns a skill file is removed and another changed here.
         Turn::tool("terminal", json!({"command": list})),
