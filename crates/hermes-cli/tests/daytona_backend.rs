@@ -4,8 +4,9 @@
 //! toolbox (a file write's content travels as an upload), nothing of the host's environment
 //! is sent, only the API key goes to the API, a timeout kills the command in the sandbox, a
 //! sandbox Daytona stopped while idle is started again by the next command, and the sandbox is
-//! deleted at session end (only stopped when persistent). A refused create is the tool's
-//! error, and `hermes doctor` checks the key.
+//! deleted at session end (only stopped when persistent); sandboxes a dead Hermes of this host
+//! left behind are deleted before a new one is made. A refused create is the tool's error, and
+//! `hermes doctor` checks the key.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -299,4 +300,55 @@ fn a_refused_create_is_the_tools_error_and_doctor_checks_the_key() {
     let text = stdout(&doctor);
     assert!(text.contains("DAYTONA_API_KEY is not set"), "{text}");
     assert!(text.contains("app.daytona.io/dashboard/keys"), "{text}");
+}
+
+#[test]
+fn sandboxes_left_by_a_dead_hermes_of_this_host_are_deleted_before_a_new_one_is_made() {
+    let mock = DaytonaMock::start();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_string();
+    // A pid that surely is not running any more.
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let dead = gone.id().to_string();
+    gone.wait().unwrap();
+    // A live process named like Hermes (its comm is the symlink's name).
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("hermes-sleeper");
+    std::os::unix::fs::symlink("/bin/sleep", &fake).unwrap();
+    let mut alive = std::process::Command::new(&fake).arg("30").spawn().unwrap();
+    let labels = |pid: &str, host: &str| json!({"hermes_task_id": "x", "hermes_host": host, "hermes_pid": pid});
+    let orphan = mock.seed("hermes-orphan", labels(&dead, &host));
+    let running = mock.seed("hermes-running", labels(&alive.id().to_string(), &host));
+    let elsewhere = mock.seed("hermes-elsewhere", labels(&dead, "another-host"));
+    let persistent = mock.seed("hermes-home-0123", json!({"hermes_task_id": "home-0123"}));
+
+    let home = TestHome::new();
+    let script = Script::new(vec![
+        Turn::tool("terminal", json!({"command": "echo hi"})),
+        Turn::text("done"),
+    ]);
+    let server = run_session(&mock, &home, script, "  container_persistent: false\n");
+    alive.kill().unwrap();
+    let _ = alive.wait();
+    assert!(
+        tool_result(&server, 0)["output"]
+            .as_str()
+            .unwrap()
+            .contains("hi")
+    );
+    let left: Vec<String> = mock.sandboxes().into_iter().map(|s| s.id).collect();
+    assert_eq!(
+        left,
+        [running, elsewhere, persistent],
+        "{:?}",
+        mock.requests()
+    );
+    assert!(
+        mock.requests()
+            .contains(&format!("DELETE /api/sandbox/{orphan}")),
+        "{:?}",
+        mock.requests()
+    );
 }

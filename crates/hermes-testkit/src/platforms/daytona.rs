@@ -5,7 +5,8 @@
 //! - `POST /api/sandbox` (`CreateSandbox`: `name`, `labels`, `snapshot` or `buildInfo`,
 //!   `cpu`, `memory`, `disk`, `autoStopInterval`, `env`, `target`) → the sandbox in state
 //!   `creating`; it is `started` by the next read. A name already taken is 409.
-//! - `GET /api/sandbox` (the list), `GET /api/sandbox/{idOrName}` (404 `Sandbox with ID or name
+//! - `GET /api/sandbox` (the list; `?labels={"k":"v"}`, a JSON object, keeps the sandboxes
+//!   carrying all those labels), `GET /api/sandbox/{idOrName}` (404 `Sandbox with ID or name
 //!   X not found`), `POST /api/sandbox/{id}/start`, `POST /api/sandbox/{id}/stop`,
 //!   `DELETE /api/sandbox/{id}`.
 //! - Toolbox `POST /toolbox/{id}/process/execute` `{command, cwd, timeout}` → `{exitCode,
@@ -115,11 +116,18 @@ impl DaytonaService {
         match (req.method.as_str(), parts.as_slice()) {
             ("POST", ["api", "sandbox"]) => self.create(&req),
             ("GET", ["api", "sandbox"]) => {
+                let wanted: serde_json::Map<String, Value> = req
+                    .query()
+                    .into_iter()
+                    .find(|(k, _)| k == "labels")
+                    .and_then(|(_, v)| serde_json::from_str(&v).ok())
+                    .unwrap_or_default();
                 let list: Vec<Value> = {
                     let st = self.lock();
                     st.sandboxes.values().cloned().collect::<Vec<_>>()
                 }
                 .iter()
+                .filter(|s| wanted.iter().all(|(k, v)| s.create["labels"][k] == *v))
                 .map(|s| self.sandbox_json(s))
                 .collect();
                 MockResponse::json(200, &Value::Array(list))
@@ -459,6 +467,27 @@ impl DaytonaMock {
     /// How many times a sandbox was stopped for idleness.
     pub fn auto_stops(&self) -> usize {
         self.service.lock().auto_stops
+    }
+
+    /// A sandbox that exists before the test (left by an earlier process), `started`, with
+    /// these labels; returns its id.
+    pub fn seed(&self, name: &str, labels: Value) -> String {
+        let mut st = self.service.lock();
+        st.next += 1;
+        let id = format!("sbx-{:08x}", st.next);
+        let home = self.service.dir.join(&id);
+        let _ = std::fs::create_dir_all(&home);
+        st.sandboxes.insert(
+            id.clone(),
+            MockSandbox {
+                id: id.clone(),
+                name: name.to_string(),
+                state: "started".into(),
+                create: json!({"name": name, "labels": labels, "autoStopInterval": 15}),
+                home,
+            },
+        );
+        id
     }
 
     /// Creates answer `status` with `message` (a quota or a refused key).

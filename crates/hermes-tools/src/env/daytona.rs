@@ -9,7 +9,9 @@
 //! timeout signals the command's process group in the sandbox. At session end the sandbox is
 //! deleted, or only stopped when `container_persistent` (the next session finds it by name and
 //! starts it). The API key goes to the API host only; nothing of the host's environment is
-//! sent.
+//! sent. A session's sandbox also carries `hermes_host` and `hermes_pid` labels: before a
+//! session creates its own, sandboxes of this host whose Hermes process is gone (killed or
+//! crashed before it could delete them) are deleted, so they do not run up costs.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -140,9 +142,14 @@ impl DaytonaEnvironment {
     pub fn create_body(&self) -> Value {
         let r = &self.resources;
         let gib = |mb: u64| mb.div_ceil(1024).max(1);
+        let mut labels = json!({"hermes_task_id": self.key});
+        if !r.persistent {
+            labels["hermes_host"] = json!(host_name());
+            labels["hermes_pid"] = json!(std::process::id().to_string());
+        }
         let mut body = json!({
             "name": self.sandbox_name(),
-            "labels": {"hermes_task_id": self.key},
+            "labels": labels,
             "autoStopInterval": self.settings.auto_stop,
             "cpu": (r.cpu.ceil() as u64).max(1),
             "memory": gib(r.memory),
@@ -277,6 +284,9 @@ impl DaytonaEnvironment {
         } else {
             None
         };
+        if !self.resources.persistent {
+            self.delete_orphans().await;
+        }
         let sandbox = match existing {
             Some(sandbox) => sandbox,
             None => {
@@ -338,6 +348,47 @@ impl DaytonaEnvironment {
         Ok(ready)
     }
 
+    /// Deletes the session sandboxes of this host whose Hermes process no longer runs. Best
+    /// effort: a failed listing or deletion leaves them for the next session.
+    async fn delete_orphans(&self) {
+        let Ok(api) = self.api() else { return };
+        let filter = json!({"hermes_host": host_name()}).to_string();
+        let Ok(url) = reqwest::Url::parse_with_params(&self.url("sandbox"), [("labels", filter)])
+        else {
+            return;
+        };
+        let Ok(reply) = api
+            .call(Method::GET, url.as_str(), None, &[], CALL_TIMEOUT)
+            .await
+        else {
+            return;
+        };
+        let Ok(Value::Array(sandboxes)) = api.expect_json(reply) else {
+            return;
+        };
+        for sandbox in sandboxes {
+            let labels = &sandbox["labels"];
+            let owner = labels["hermes_pid"]
+                .as_str()
+                .and_then(|p| p.parse::<u32>().ok());
+            let (Some(owner), Some(id)) = (owner, sandbox["id"].as_str()) else {
+                continue;
+            };
+            if labels["hermes_host"] != host_name() || hermes_runs(owner) {
+                continue;
+            }
+            let _ = api
+                .call(
+                    Method::DELETE,
+                    &self.url(&format!("sandbox/{id}")),
+                    None,
+                    &[],
+                    CALL_TIMEOUT,
+                )
+                .await;
+        }
+    }
+
     fn signal_target(&self, ready: &Ready) -> Arc<DaytonaSignal> {
         Arc::new(DaytonaSignal {
             api: self.api.clone(),
@@ -346,6 +397,24 @@ impl DaytonaEnvironment {
             launcher: self.launcher.clone(),
         })
     }
+}
+
+/// This machine's name, which labels its session sandboxes.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Whether process `pid` of this machine is a Hermes (a pid reused by another program is
+/// not: its sandbox is an orphan).
+fn hermes_runs(pid: u32) -> bool {
+    if pid == std::process::id() {
+        return true;
+    }
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .is_ok_and(|comm| comm.trim().starts_with("hermes"))
 }
 
 /// Signals process groups in the sandbox through the toolbox.
