@@ -352,3 +352,49 @@ fn sandboxes_left_by_a_dead_hermes_of_this_host_are_deleted_before_a_new_one_is_
         mock.requests()
     );
 }
+
+#[test]
+fn a_background_jobs_output_shows_in_process_poll_while_it_runs() {
+    let mock = DaytonaMock::start();
+    let home = TestHome::new();
+    let script = Script::new(vec![
+        Turn::tool(
+            "terminal",
+            json!({"command": "echo first; sleep 4; echo second", "background": true}),
+        ),
+        // The model takes a moment: the job has printed its first line, not its second.
+        Reply::tool_call("process", json!({"action": "poll", "id": "proc_1"}))
+            .with_delay_ms(1_500)
+            .into(),
+        Turn::tool(
+            "process",
+            json!({"action": "wait", "id": "proc_1", "timeout": 20}),
+        ),
+        Turn::text("done"),
+    ]);
+    let server = run_session(&mock, &home, script, "  container_persistent: false\n");
+    let started = tool_result(&server, 0);
+    assert_eq!(started["id"], "proc_1", "{started}");
+    let poll = tool_result(&server, 1);
+    assert_eq!(poll["status"], "running", "{poll}");
+    let seen = poll["new_output"].as_str().unwrap_or_default();
+    assert!(seen.contains("first"), "{poll}");
+    assert!(!seen.contains("second"), "{poll}");
+    let waited = tool_result(&server, 2);
+    assert_eq!(waited["exit_code"], 0, "{waited}");
+    assert!(
+        waited["output"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("first\nsecond"),
+        "{waited}"
+    );
+    // The job ran detached in the sandbox, started through the SSH backend's scripts.
+    assert!(
+        mock.executes()
+            .iter()
+            .any(|e| e["command"].as_str().unwrap_or_default().contains("setsid")),
+        "{:?}",
+        mock.executes()
+    );
+}

@@ -24,9 +24,10 @@ use serde_json::{Value, json};
 use super::docker::{PID_DIR, fnv1a, kill_line, wrapped_line};
 use super::http_api::Api;
 use super::remote_exec::{self, Request};
+use super::ssh_scripts as scripts;
 use super::{
-    Backend, DaytonaSettings, EnvError, ExecutionEnvironment, Prepared, RemoteSignal, ShellRequest,
-    Stopper, sh_quote,
+    Backend, DaytonaSettings, DetachedJobs, DetachedStatus, EnvError, ExecutionEnvironment,
+    Prepared, RemoteSignal, ShellRequest, Stopper, sh_quote,
 };
 
 /// Limit of a lifecycle call (get, start, stop, delete).
@@ -67,9 +68,9 @@ struct Ready {
     shell: &'static str,
 }
 
-/// The Daytona environment of one session.
+/// The state of one session's sandbox, shared by the environment and its background jobs.
 #[derive(Debug)]
-pub struct DaytonaEnvironment {
+struct DaytonaCore {
     settings: DaytonaSettings,
     resources: Resources,
     api: Option<Api>,
@@ -80,7 +81,7 @@ pub struct DaytonaEnvironment {
     next_token: AtomicU64,
 }
 
-impl DaytonaEnvironment {
+impl DaytonaCore {
     /// `home_root` names the persistent sandbox (one per Hermes home), `session_key` a
     /// session's own. `launcher`: this binary (the commands' client).
     pub fn new(
@@ -89,7 +90,7 @@ impl DaytonaEnvironment {
         home_root: &std::path::Path,
         session_key: &str,
         launcher: Option<PathBuf>,
-    ) -> DaytonaEnvironment {
+    ) -> DaytonaCore {
         let key = if resources.persistent {
             format!(
                 "home-{:016x}",
@@ -110,7 +111,7 @@ impl DaytonaEnvironment {
             .api_key
             .as_deref()
             .and_then(|k| Api::new("the Daytona API", k).ok());
-        DaytonaEnvironment {
+        DaytonaCore {
             settings,
             resources,
             api,
@@ -390,12 +391,29 @@ impl DaytonaEnvironment {
     }
 
     fn signal_target(&self, ready: &Ready) -> Arc<DaytonaSignal> {
+        self.signal_with(ready, kill_line)
+    }
+
+    fn signal_with(&self, ready: &Ready, kill: fn(&str, &str) -> String) -> Arc<DaytonaSignal> {
         Arc::new(DaytonaSignal {
             api: self.api.clone(),
             token: self.settings.api_key.clone().unwrap_or_default(),
             toolbox: ready.toolbox.clone(),
             launcher: self.launcher.clone(),
+            kill,
         })
+    }
+
+    fn launcher(&self) -> Result<&std::path::Path, EnvError> {
+        self.launcher.as_deref().ok_or_else(|| {
+            EnvError::Io("the Daytona backend needs the hermes binary to run commands".into())
+        })
+    }
+
+    /// Runs one control script in the sandbox and returns its output.
+    async fn control(&self, line: &str) -> Result<(i32, String), EnvError> {
+        let ready = self.ensure().await?;
+        remote_exec::daytona_execute(self.api()?, &ready.toolbox, line, "/", 60).await
     }
 }
 
@@ -424,6 +442,8 @@ struct DaytonaSignal {
     token: String,
     toolbox: String,
     launcher: Option<PathBuf>,
+    /// The script that signals the group recorded under a token.
+    kill: fn(&str, &str) -> String,
 }
 
 #[async_trait::async_trait]
@@ -434,7 +454,7 @@ impl RemoteSignal for DaytonaSignal {
                 toolbox: self.toolbox.clone(),
                 cwd: "/".into(),
                 stdin: false,
-                command: kill_line(token, signal),
+                command: (self.kill)(token, signal),
             }
             .run_blocking(launcher, &self.token);
         }
@@ -445,7 +465,7 @@ impl RemoteSignal for DaytonaSignal {
             let _ = remote_exec::daytona_execute(
                 api,
                 &self.toolbox,
-                &kill_line(token, signal),
+                &(self.kill)(token, signal),
                 "/",
                 30,
             )
@@ -455,7 +475,7 @@ impl RemoteSignal for DaytonaSignal {
 }
 
 #[async_trait::async_trait]
-impl ExecutionEnvironment for DaytonaEnvironment {
+impl ExecutionEnvironment for DaytonaCore {
     fn backend(&self) -> Backend {
         Backend::Daytona
     }
@@ -477,9 +497,7 @@ impl ExecutionEnvironment for DaytonaEnvironment {
 
     async fn shell(&self, request: ShellRequest<'_>) -> Result<Prepared, EnvError> {
         let ready = self.ensure().await?;
-        let launcher = self.launcher.as_deref().ok_or_else(|| {
-            EnvError::Io("the Daytona backend needs the hermes binary to run commands".into())
-        })?;
+        let launcher = self.launcher()?;
         let token = format!(
             "{}-{}",
             std::process::id(),
@@ -533,6 +551,141 @@ impl ExecutionEnvironment for DaytonaEnvironment {
             )
             .await
         };
+    }
+}
+
+/// The Daytona environment of one session.
+#[derive(Debug)]
+pub struct DaytonaEnvironment(Arc<DaytonaCore>);
+
+impl DaytonaEnvironment {
+    /// `home_root` names the persistent sandbox (one per Hermes home), `session_key` a
+    /// session's own. `launcher`: this binary (the commands' client).
+    pub fn new(
+        settings: DaytonaSettings,
+        resources: Resources,
+        home_root: &std::path::Path,
+        session_key: &str,
+        launcher: Option<PathBuf>,
+    ) -> DaytonaEnvironment {
+        DaytonaEnvironment(Arc::new(DaytonaCore::new(
+            settings,
+            resources,
+            home_root,
+            session_key,
+            launcher,
+        )))
+    }
+
+    /// The sandbox's name.
+    pub fn sandbox_name(&self) -> String {
+        self.0.sandbox_name()
+    }
+
+    /// The `POST /sandbox` body.
+    pub fn create_body(&self) -> Value {
+        self.0.create_body()
+    }
+}
+
+#[async_trait::async_trait]
+impl ExecutionEnvironment for DaytonaEnvironment {
+    fn backend(&self) -> Backend {
+        Backend::Daytona
+    }
+    fn cwd(&self) -> String {
+        self.0.cwd()
+    }
+    fn home(&self) -> String {
+        self.0.home()
+    }
+    async fn connect(&self) -> Result<(), EnvError> {
+        self.0.connect().await
+    }
+    async fn shell(&self, request: ShellRequest<'_>) -> Result<Prepared, EnvError> {
+        self.0.shell(request).await
+    }
+    fn detached(&self) -> Option<Arc<dyn DetachedJobs>> {
+        Some(Arc::new(DaytonaJobs(self.0.clone())))
+    }
+    async fn shutdown(&self) {
+        self.0.shutdown().await;
+    }
+}
+
+/// Background jobs in the sandbox, detached from any one toolbox call: started under `setsid`
+/// with their output in a log there (the SSH backend's scripts), so `process poll` sees their
+/// output while they run. Each follow reads what the log has for up to two seconds and
+/// returns, since a toolbox call answers only when its command ends.
+#[derive(Debug)]
+struct DaytonaJobs(Arc<DaytonaCore>);
+
+/// Rounds of half a second one follow waits for output.
+const FOLLOW_ROUNDS: u32 = 4;
+
+fn job_kill(token: &str, signal: &str) -> String {
+    scripts::remote_command(&scripts::kill(), &[token, signal], &[])
+}
+
+#[async_trait::async_trait]
+impl DetachedJobs for DaytonaJobs {
+    async fn start(&self, script: &str, workdir: &str) -> Result<(String, Stopper), EnvError> {
+        let core = &self.0;
+        let ready = core.ensure().await?;
+        let token = format!(
+            "bg-{}-{}",
+            std::process::id(),
+            core.next_token.fetch_add(1, Ordering::Relaxed)
+        );
+        let line = scripts::remote_command(
+            &scripts::start_detached(),
+            &[&token, workdir, script, ready.shell],
+            &[],
+        );
+        let (code, out) = core.control(&line).await?;
+        if code != 0 {
+            return Err(EnvError::Start(format!(
+                "the background job did not start in the Daytona sandbox: {}",
+                out.trim()
+            )));
+        }
+        let stopper = Stopper::Remote {
+            target: core.signal_with(&ready, job_kill),
+            token: token.clone(),
+        };
+        Ok((token, stopper))
+    }
+
+    async fn follow(&self, token: &str, offset: u64) -> Result<tokio::process::Command, EnvError> {
+        let core = &self.0;
+        let ready = core.ensure().await?;
+        Ok(Request::Daytona {
+            toolbox: ready.toolbox.clone(),
+            cwd: "/".into(),
+            stdin: false,
+            command: scripts::remote_command(
+                &scripts::follow_for(FOLLOW_ROUNDS),
+                &[token, &offset.to_string()],
+                &[],
+            ),
+        }
+        .command(
+            core.launcher()?,
+            core.settings.api_key.as_deref().unwrap_or_default(),
+        ))
+    }
+
+    async fn status(&self, token: &str) -> Result<DetachedStatus, EnvError> {
+        let line = scripts::remote_command(&scripts::status(), &[token], &[]);
+        let (_, out) = self.0.control(&line).await?;
+        Ok(scripts::parse_status(&out))
+    }
+
+    async fn forget(&self, token: &str) {
+        let _ = self
+            .0
+            .control(&scripts::remote_command(&scripts::forget(), &[token], &[]))
+            .await;
     }
 }
 

@@ -453,7 +453,7 @@ impl DetachedJobs for SshJobs {
                 CONTROL_TIMEOUT,
             )
             .await?;
-        Ok(parse_status(&out.stdout))
+        Ok(scripts::parse_status(&out.stdout))
     }
 
     async fn forget(&self, token: &str) {
@@ -468,15 +468,6 @@ impl DetachedJobs for SshJobs {
 }
 
 /// The status script's answer.
-fn parse_status(out: &str) -> DetachedStatus {
-    let out = out.trim();
-    if out == "running" {
-        return DetachedStatus::Running;
-    }
-    out.strip_prefix("exit ")
-        .and_then(|c| c.trim().parse().ok())
-        .map_or(DetachedStatus::Lost, DetachedStatus::Exited)
-}
 
 /// The SSH environment of one session.
 #[derive(Debug)]
@@ -653,10 +644,13 @@ mod tests {
 
     #[test]
     fn statuses_parse() {
-        assert_eq!(parse_status("running\n"), DetachedStatus::Running);
-        assert_eq!(parse_status("exit 143"), DetachedStatus::Exited(143));
-        assert_eq!(parse_status("lost"), DetachedStatus::Lost);
-        assert_eq!(parse_status("exit x"), DetachedStatus::Lost);
+        assert_eq!(scripts::parse_status("running\n"), DetachedStatus::Running);
+        assert_eq!(
+            scripts::parse_status("exit 143"),
+            DetachedStatus::Exited(143)
+        );
+        assert_eq!(scripts::parse_status("lost"), DetachedStatus::Lost);
+        assert_eq!(scripts::parse_status("exit x"), DetachedStatus::Lost);
     }
 
     #[test]

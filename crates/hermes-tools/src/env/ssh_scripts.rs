@@ -92,6 +92,33 @@ pub(crate) fn follow() -> String {
     )
 }
 
+/// [`follow`] for at most `rounds` half-seconds, and only until some output is printed: exits
+/// 0 once the job has ended and its log is printed, 4 while it still runs (for backends whose
+/// calls answer only when the command ends, so each follow must come back soon with what it
+/// has), 3 when the job's files are gone.
+pub(crate) fn follow_for(rounds: u32) -> String {
+    format!(
+        "f=\"{EXEC_DIR}/$1\"; p=$(cat \"$f.pid\" 2>/dev/null) || exit 3; n=$2; i=0; \
+         while :; do a=0; kill -0 \"$p\" 2>/dev/null && a=1; \
+         s=$(($(wc -c < \"$f.log\" 2>/dev/null || echo 0))); \
+         if [ \"$s\" -gt \"$n\" ]; then tail -c +$((n+1)) \"$f.log\" | head -c $((s-n)); n=$s; \
+         [ $a = 1 ] && exit 4; fi; \
+         [ $a = 1 ] || exit 0; i=$((i+1)); [ $i -ge {rounds} ] && exit 4; \
+         sleep 0.5 2>/dev/null || sleep 1; done"
+    )
+}
+
+/// What the [`status`] script printed.
+pub(crate) fn parse_status(out: &str) -> super::DetachedStatus {
+    let out = out.trim();
+    if out == "running" {
+        return super::DetachedStatus::Running;
+    }
+    out.strip_prefix("exit ")
+        .and_then(|c| c.trim().parse().ok())
+        .map_or(super::DetachedStatus::Lost, super::DetachedStatus::Exited)
+}
+
 /// Prints `exit CODE`, `running` or `lost` for job `$1`.
 pub(crate) fn status() -> String {
     format!(
@@ -183,5 +210,41 @@ mod tests {
         assert_eq!(String::from_utf8_lossy(&st.stdout).trim(), "exit 143");
         run(&remote_command(&forget(), &["j2"], &[]), h);
         assert!(!h.join(".hermes/exec/j2.log").exists());
+    }
+
+    #[test]
+    fn a_bounded_follow_returns_while_the_job_runs_and_finishes_after_it() {
+        let home = tempfile::tempdir().unwrap();
+        let h = home.path();
+        let wd = h.to_str().unwrap();
+        let start = run(
+            &remote_command(
+                &start_detached(),
+                &["j3", wd, "echo one; sleep 2; echo two", "sh"],
+                &[],
+            ),
+            h,
+        );
+        assert!(start.status.success(), "{start:?}");
+        let f = run(&remote_command(&follow_for(2), &["j3", "0"], &[]), h);
+        assert_eq!(f.status.code(), Some(4), "still running");
+        assert_eq!(String::from_utf8_lossy(&f.stdout), "one\n");
+        // Follow on from there until the job has ended and everything is read.
+        let (mut rest, mut offset) = (String::new(), 4);
+        for _ in 0..10 {
+            let f = run(
+                &remote_command(&follow_for(8), &["j3", &offset.to_string()], &[]),
+                h,
+            );
+            rest.push_str(&String::from_utf8_lossy(&f.stdout));
+            offset = 4 + rest.len();
+            if f.status.code() == Some(0) {
+                break;
+            }
+            assert_eq!(f.status.code(), Some(4));
+        }
+        assert_eq!(rest, "two\n");
+        let gone = run(&remote_command(&follow_for(2), &["nope", "0"], &[]), h);
+        assert_eq!(gone.status.code(), Some(3));
     }
 }
