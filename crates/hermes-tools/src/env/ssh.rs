@@ -467,8 +467,6 @@ impl DetachedJobs for SshJobs {
     }
 }
 
-/// The status script's answer.
-
 /// The SSH environment of one session.
 #[derive(Debug)]
 pub struct SshEnvironment {
