@@ -267,3 +267,39 @@ fn a_persistent_sandbox_is_snapshotted_and_errors_are_clear() {
         stdout(&doctor)
     );
 }
+
+#[test]
+fn a_background_jobs_output_shows_in_process_poll_while_it_runs() {
+    let Some(mock) = gateway() else { return };
+    let home = TestHome::new();
+    let script = Script::new(vec![
+        Turn::tool(
+            "terminal",
+            json!({"command": "echo first; sleep 4; echo second", "background": true}),
+        ),
+        // The model takes a moment: the job has printed its first line, not its second.
+        Reply::tool_call("process", json!({"action": "poll", "id": "proc_1"}))
+            .with_delay_ms(2_000)
+            .into(),
+        Turn::tool(
+            "process",
+            json!({"action": "wait", "id": "proc_1", "timeout": 20}),
+        ),
+        Turn::text("done"),
+    ]);
+    let server = run_session(&mock, &home, script, "", TOKEN);
+    assert_eq!(tool_result(&server, 0)["id"], "proc_1");
+    let poll = tool_result(&server, 1);
+    assert_eq!(poll["status"], "running", "{poll}");
+    let seen = poll["new_output"].as_str().unwrap_or_default();
+    assert!(seen.contains("first") && !seen.contains("second"), "{poll}");
+    let waited = tool_result(&server, 2);
+    assert_eq!(waited["exit_code"], 0, "{waited}");
+    assert!(
+        waited["output"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("first\nsecond"),
+        "{waited}"
+    );
+}

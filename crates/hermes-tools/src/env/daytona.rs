@@ -24,10 +24,10 @@ use serde_json::{Value, json};
 use super::docker::{PID_DIR, fnv1a, kill_line, wrapped_line};
 use super::http_api::Api;
 use super::remote_exec::{self, Request};
-use super::ssh_scripts as scripts;
+use super::scripted_jobs::{ControlScripts, ScriptedJobs};
 use super::{
-    Backend, DaytonaSettings, DetachedJobs, DetachedStatus, EnvError, ExecutionEnvironment,
-    Prepared, RemoteSignal, ShellRequest, Stopper, sh_quote,
+    Backend, DaytonaSettings, DetachedJobs, EnvError, ExecutionEnvironment, Prepared, RemoteSignal,
+    ShellRequest, Stopper, sh_quote,
 };
 
 /// Limit of a lifecycle call (get, start, stop, delete).
@@ -391,16 +391,11 @@ impl DaytonaCore {
     }
 
     fn signal_target(&self, ready: &Ready) -> Arc<DaytonaSignal> {
-        self.signal_with(ready, kill_line)
-    }
-
-    fn signal_with(&self, ready: &Ready, kill: fn(&str, &str) -> String) -> Arc<DaytonaSignal> {
         Arc::new(DaytonaSignal {
             api: self.api.clone(),
             token: self.settings.api_key.clone().unwrap_or_default(),
             toolbox: ready.toolbox.clone(),
             launcher: self.launcher.clone(),
-            kill,
         })
     }
 
@@ -410,10 +405,14 @@ impl DaytonaCore {
         })
     }
 
-    /// Runs one control script in the sandbox and returns its output.
-    async fn control(&self, line: &str) -> Result<(i32, String), EnvError> {
-        let ready = self.ensure().await?;
-        remote_exec::daytona_execute(self.api()?, &ready.toolbox, line, "/", 60).await
+    /// A toolbox call running `line` at `/`, for this binary's remote client.
+    fn request(&self, toolbox: &str, line: &str) -> Request {
+        Request::Daytona {
+            toolbox: toolbox.to_string(),
+            cwd: "/".into(),
+            stdin: false,
+            command: line.to_string(),
+        }
     }
 }
 
@@ -442,8 +441,6 @@ struct DaytonaSignal {
     token: String,
     toolbox: String,
     launcher: Option<PathBuf>,
-    /// The script that signals the group recorded under a token.
-    kill: fn(&str, &str) -> String,
 }
 
 #[async_trait::async_trait]
@@ -454,7 +451,7 @@ impl RemoteSignal for DaytonaSignal {
                 toolbox: self.toolbox.clone(),
                 cwd: "/".into(),
                 stdin: false,
-                command: (self.kill)(token, signal),
+                command: kill_line(token, signal),
             }
             .run_blocking(launcher, &self.token);
         }
@@ -465,7 +462,7 @@ impl RemoteSignal for DaytonaSignal {
             let _ = remote_exec::daytona_execute(
                 api,
                 &self.toolbox,
-                &(self.kill)(token, signal),
+                &kill_line(token, signal),
                 "/",
                 30,
             )
@@ -606,86 +603,41 @@ impl ExecutionEnvironment for DaytonaEnvironment {
         self.0.shell(request).await
     }
     fn detached(&self) -> Option<Arc<dyn DetachedJobs>> {
-        Some(Arc::new(DaytonaJobs(self.0.clone())))
+        Some(Arc::new(ScriptedJobs::new(self.0.clone())))
     }
     async fn shutdown(&self) {
         self.0.shutdown().await;
     }
 }
 
-/// Background jobs in the sandbox, detached from any one toolbox call: started under `setsid`
-/// with their output in a log there (the SSH backend's scripts), so `process poll` sees their
-/// output while they run. Each follow reads what the log has for up to two seconds and
-/// returns, since a toolbox call answers only when its command ends.
-#[derive(Debug)]
-struct DaytonaJobs(Arc<DaytonaCore>);
-
-/// Rounds of half a second one follow waits for output.
-const FOLLOW_ROUNDS: u32 = 4;
-
-fn job_kill(token: &str, signal: &str) -> String {
-    scripts::remote_command(&scripts::kill(), &[token, signal], &[])
-}
-
 #[async_trait::async_trait]
-impl DetachedJobs for DaytonaJobs {
-    async fn start(&self, script: &str, workdir: &str) -> Result<(String, Stopper), EnvError> {
-        let core = &self.0;
-        let ready = core.ensure().await?;
-        let token = format!(
-            "bg-{}-{}",
-            std::process::id(),
-            core.next_token.fetch_add(1, Ordering::Relaxed)
-        );
-        let line = scripts::remote_command(
-            &scripts::start_detached(),
-            &[&token, workdir, script, ready.shell],
-            &[],
-        );
-        let (code, out) = core.control(&line).await?;
-        if code != 0 {
-            return Err(EnvError::Start(format!(
-                "the background job did not start in the Daytona sandbox: {}",
-                out.trim()
-            )));
-        }
-        let stopper = Stopper::Remote {
-            target: core.signal_with(&ready, job_kill),
-            token: token.clone(),
-        };
-        Ok((token, stopper))
+impl ControlScripts for DaytonaCore {
+    async fn control(&self, line: &str) -> Result<(i32, String), EnvError> {
+        let ready = self.ensure().await?;
+        remote_exec::daytona_execute(self.api()?, &ready.toolbox, line, "/", 60).await
     }
-
-    async fn follow(&self, token: &str, offset: u64) -> Result<tokio::process::Command, EnvError> {
-        let core = &self.0;
-        let ready = core.ensure().await?;
-        Ok(Request::Daytona {
-            toolbox: ready.toolbox.clone(),
-            cwd: "/".into(),
-            stdin: false,
-            command: scripts::remote_command(
-                &scripts::follow_for(FOLLOW_ROUNDS),
-                &[token, &offset.to_string()],
-                &[],
-            ),
-        }
-        .command(
-            core.launcher()?,
-            core.settings.api_key.as_deref().unwrap_or_default(),
+    async fn command(&self, line: &str) -> Result<tokio::process::Command, EnvError> {
+        let ready = self.ensure().await?;
+        Ok(self.request(&ready.toolbox, line).command(
+            self.launcher()?,
+            self.settings.api_key.as_deref().unwrap_or_default(),
         ))
     }
-
-    async fn status(&self, token: &str) -> Result<DetachedStatus, EnvError> {
-        let line = scripts::remote_command(&scripts::status(), &[token], &[]);
-        let (_, out) = self.0.control(&line).await?;
-        Ok(scripts::parse_status(&out))
+    fn control_blocking(&self, line: &str) {
+        let toolbox = self
+            .ready
+            .try_lock()
+            .ok()
+            .and_then(|r| r.as_ref().map(|r| r.toolbox.clone()));
+        if let (Some(toolbox), Ok(launcher)) = (toolbox, self.launcher()) {
+            self.request(&toolbox, line).run_blocking(
+                launcher,
+                self.settings.api_key.as_deref().unwrap_or_default(),
+            );
+        }
     }
-
-    async fn forget(&self, token: &str) {
-        let _ = self
-            .0
-            .control(&scripts::remote_command(&scripts::forget(), &[token], &[]))
-            .await;
+    async fn job_shell(&self) -> Result<&'static str, EnvError> {
+        Ok(self.ensure().await?.shell)
     }
 }
 

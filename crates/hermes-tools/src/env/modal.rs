@@ -28,9 +28,10 @@ use super::daytona::Resources;
 use super::docker::fnv1a;
 use super::http_api::{Api, uuid4};
 use super::remote_exec::{self, Request};
+use super::scripted_jobs::{ControlScripts, ScriptedJobs};
 use super::{
-    Backend, EnvError, ExecutionEnvironment, ModalMode, ModalSettings, Prepared, RemoteSignal,
-    ShellRequest, Stopper, sh_quote,
+    Backend, DetachedJobs, EnvError, ExecutionEnvironment, ModalMode, ModalSettings, Prepared,
+    RemoteSignal, ShellRequest, Stopper, sh_quote,
 };
 
 /// Where commands start (the Python Hermes's default for Modal).
@@ -53,9 +54,9 @@ pub fn token_from_auth_store(home_root: &Path) -> Option<String> {
         .map(str::to_string)
 }
 
-/// The Modal environment of one session.
+/// The state of one session's sandbox, shared by the environment and its background jobs.
 #[derive(Debug)]
-pub struct ModalEnvironment {
+struct ModalCore {
     settings: ModalSettings,
     resources: Resources,
     /// The terminal timeout (s): the idle timeout is at least this.
@@ -69,15 +70,15 @@ pub struct ModalEnvironment {
     next: AtomicU64,
 }
 
-impl ModalEnvironment {
-    pub fn new(
+impl ModalCore {
+    fn new(
         settings: ModalSettings,
         resources: Resources,
         command_timeout: u64,
         home_root: &Path,
         session_key: &str,
         launcher: Option<PathBuf>,
-    ) -> ModalEnvironment {
+    ) -> ModalCore {
         let token = settings
             .token
             .clone()
@@ -95,7 +96,7 @@ impl ModalEnvironment {
         let api = token
             .as_deref()
             .and_then(|t| Api::new("the Modal tool gateway", t).ok());
-        ModalEnvironment {
+        ModalCore {
             settings,
             resources,
             command_timeout,
@@ -139,6 +140,28 @@ impl ModalEnvironment {
             body["diskMiB"] = json!(r.disk);
         }
         body
+    }
+
+    fn launcher(&self) -> Result<&Path, EnvError> {
+        self.launcher.as_deref().ok_or_else(|| {
+            EnvError::Io("the Modal backend needs the hermes binary to run commands".into())
+        })
+    }
+
+    fn exec_id(&self) -> String {
+        format!("{}-{}", uuid4(), self.next.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// An exec running `line` at `/`, for this binary's remote client.
+    fn request(&self, sandbox: &str, line: &str) -> Request {
+        Request::Modal {
+            gateway: self.settings.gateway_url.clone(),
+            sandbox: sandbox.to_string(),
+            exec_id: self.exec_id(),
+            cwd: "/".into(),
+            stdin: false,
+            command: line.to_string(),
+        }
     }
 
     /// The sandbox id, created on first use.
@@ -197,7 +220,7 @@ impl RemoteSignal for ModalCancel {
 }
 
 #[async_trait::async_trait]
-impl ExecutionEnvironment for ModalEnvironment {
+impl ExecutionEnvironment for ModalCore {
     fn backend(&self) -> Backend {
         Backend::Modal
     }
@@ -213,10 +236,8 @@ impl ExecutionEnvironment for ModalEnvironment {
     async fn shell(&self, request: ShellRequest<'_>) -> Result<Prepared, EnvError> {
         let sandbox = self.ensure().await?;
         let api = self.api()?.clone();
-        let launcher = self.launcher.as_deref().ok_or_else(|| {
-            EnvError::Io("the Modal backend needs the hermes binary to run commands".into())
-        })?;
-        let exec_id = format!("{}-{}", uuid4(), self.next.fetch_add(1, Ordering::Relaxed));
+        let launcher = self.launcher()?;
+        let exec_id = self.exec_id();
         let mut script = String::new();
         for (k, v) in request.extra_env {
             script.push_str(&format!("export {k}={}; ", sh_quote(v)));
@@ -261,5 +282,92 @@ impl ExecutionEnvironment for ModalEnvironment {
                 Duration::from_secs(60),
             )
             .await;
+    }
+}
+
+/// The Modal environment of one session.
+#[derive(Debug)]
+pub struct ModalEnvironment(Arc<ModalCore>);
+
+impl ModalEnvironment {
+    pub fn new(
+        settings: ModalSettings,
+        resources: Resources,
+        command_timeout: u64,
+        home_root: &Path,
+        session_key: &str,
+        launcher: Option<PathBuf>,
+    ) -> ModalEnvironment {
+        ModalEnvironment(Arc::new(ModalCore::new(
+            settings,
+            resources,
+            command_timeout,
+            home_root,
+            session_key,
+            launcher,
+        )))
+    }
+
+    /// The `POST /v1/sandboxes` body.
+    pub fn create_body(&self) -> Value {
+        self.0.create_body()
+    }
+}
+
+#[async_trait::async_trait]
+impl ExecutionEnvironment for ModalEnvironment {
+    fn backend(&self) -> Backend {
+        Backend::Modal
+    }
+    fn cwd(&self) -> String {
+        self.0.cwd()
+    }
+    fn home(&self) -> String {
+        self.0.home()
+    }
+    async fn connect(&self) -> Result<(), EnvError> {
+        self.0.connect().await
+    }
+    async fn shell(&self, request: ShellRequest<'_>) -> Result<Prepared, EnvError> {
+        self.0.shell(request).await
+    }
+    fn detached(&self) -> Option<Arc<dyn DetachedJobs>> {
+        Some(Arc::new(ScriptedJobs::new(self.0.clone())))
+    }
+    async fn shutdown(&self) {
+        self.0.shutdown().await;
+    }
+}
+
+#[async_trait::async_trait]
+impl ControlScripts for ModalCore {
+    async fn control(&self, line: &str) -> Result<(i32, String), EnvError> {
+        let sandbox = self.ensure().await?;
+        remote_exec::modal_run(
+            self.api()?,
+            &self.settings.gateway_url,
+            &sandbox,
+            &self.exec_id(),
+            line,
+            "/",
+            None,
+        )
+        .await
+    }
+    async fn command(&self, line: &str) -> Result<tokio::process::Command, EnvError> {
+        let sandbox = self.ensure().await?;
+        Ok(self
+            .request(&sandbox, line)
+            .command(self.launcher()?, self.token.as_deref().unwrap_or_default()))
+    }
+    fn control_blocking(&self, line: &str) {
+        let sandbox = self.sandbox.try_lock().ok().and_then(|s| s.clone());
+        if let (Some(sandbox), Ok(launcher)) = (sandbox, self.launcher()) {
+            self.request(&sandbox, line)
+                .run_blocking(launcher, self.token.as_deref().unwrap_or_default());
+        }
+    }
+    async fn job_shell(&self) -> Result<&'static str, EnvError> {
+        Ok("sh")
     }
 }
