@@ -183,7 +183,8 @@ async function pageSessions(params) {
 
 function barChart(id, days, series, height) {
   const W = 900, H = height || 220, padL = 56, padB = 28, padT = 10;
-  const max = Math.max(1, ...days.map((d) => series.reduce((a, s) => a + (Number(d[s.key]) || 0), 0)));
+  // The scale's floor: 1 token, or one cent for costs.
+  const max = Math.max(series[0].floor || 1, ...days.map((d) => series.reduce((a, s) => a + (Number(d[s.key]) || 0), 0)));
   const n = Math.max(days.length, 1);
   const slot = (W - padL - 10) / n;
   const bw = Math.max(2, Math.min(38, slot * 0.7));
@@ -227,7 +228,7 @@ async function pageUsage(params) {
       { key: "output_tokens", cls: "bar-out", label: "output", fmt: intFmt },
     ]) : el("p", { class: "muted" }, "No sessions in this period."));
   const cost = el("div", { class: "panel chart", id: "usage-cost" }, el("h2", {}, "Estimated cost per day"),
-    data.daily.length ? barChart("usage-cost-chart", data.daily, [{ key: "estimated_cost", cls: "bar-cost", label: "cost", fmt: costFmt }], 180)
+    data.daily.length ? barChart("usage-cost-chart", data.daily, [{ key: "estimated_cost", cls: "bar-cost", label: "cost", fmt: costFmt, floor: 0.01 }], 180)
       : el("p", { class: "muted" }, "No sessions in this period."));
   const models = el("table", { id: "usage-models" }, el("tr", {}, ...["Model", "Sessions", "API calls", "Input", "Output", "Cost"].map((h) => el("th", {}, h))),
     ...data.by_model.map((m) => el("tr", {}, el("td", {}, m.model), el("td", {}, fmtInt(m.sessions)), el("td", {}, fmtInt(m.api_calls)),
