@@ -85,10 +85,18 @@ fn every_route_refuses_without_the_token_from_other_origins_and_for_foreign_host
         let wrong = d.raw(
             route.method,
             &path,
-            &[&host, "Authorization: Bearer not-the-token", "Cookie: hermes_dashboard=forged"],
+            &[
+                &host,
+                "Authorization: Bearer not-the-token",
+                "Cookie: hermes_dashboard=forged",
+            ],
             body,
         );
-        assert_eq!(wrong.status, 401, "{what} with a wrong token: {}", wrong.body);
+        assert_eq!(
+            wrong.status, 401,
+            "{what} with a wrong token: {}",
+            wrong.body
+        );
         for origin in ["Origin: http://evil.example", "Origin: null"] {
             let cross = d.raw(route.method, &path, &[&host, &bearer, origin], body);
             assert_eq!(cross.status, 403, "{what} with {origin}: {}", cross.body);
@@ -101,7 +109,11 @@ fn every_route_refuses_without_the_token_from_other_origins_and_for_foreign_host
         );
         assert_eq!(fetched.status, 403, "{what} cross-site: {}", fetched.body);
         let rebound = d.raw(route.method, &path, &[&foreign_host, &bearer], body);
-        assert_eq!(rebound.status, 403, "{what} for a foreign Host: {}", rebound.body);
+        assert_eq!(
+            rebound.status, 403,
+            "{what} for a foreign Host: {}",
+            rebound.body
+        );
         assert!(rebound.head.contains("content-security-policy"), "{what}");
     }
     // Nothing the refused requests asked for happened.
@@ -121,7 +133,11 @@ fn the_token_is_exchanged_for_a_strict_http_only_cookie_and_logout_ends_it() {
     let home = TestHome::new();
     let d = Dashboard::start(&home);
     let host = format!("Host: {}", d.addr);
-    assert!(d.login_url.starts_with("http://127.0.0.1:"), "{}", d.login_url);
+    assert!(
+        d.login_url.starts_with("http://127.0.0.1:"),
+        "{}",
+        d.login_url
+    );
     assert_eq!(d.token.len(), 64);
 
     let login = d.raw("GET", &format!("/?token={}", d.token), &[&host], "");
@@ -203,7 +219,10 @@ fn the_token_is_exchanged_for_a_strict_http_only_cookie_and_logout_ends_it() {
     let out = d.raw("POST", "/api/auth/logout", &[&host, &cookie], "");
     assert_eq!(out.status, 200);
     assert!(out.head.contains("Max-Age=0"));
-    assert_eq!(d.raw("GET", "/api/status", &[&host, &cookie], "").status, 401);
+    assert_eq!(
+        d.raw("GET", "/api/status", &[&host, &cookie], "").status,
+        401
+    );
     assert_eq!(d.api("GET", "/api/status", "").status, 200);
 
     // The page: compiled in, only this server's own script, style and connections.
@@ -272,7 +291,15 @@ fn sessions_usage_and_kanban_answers() {
     let hit = &found["results"][0];
     assert_eq!(
         keys(hit),
-        ["model", "role", "session_id", "session_started", "snippet", "source", "title"]
+        [
+            "model",
+            "role",
+            "session_id",
+            "session_started",
+            "snippet",
+            "source",
+            "title"
+        ]
     );
     assert_eq!(hit["session_id"], id.as_str());
     assert_eq!(hit["role"], "user");
@@ -284,12 +311,16 @@ fn sessions_usage_and_kanban_answers() {
     let none = d.api("GET", "/api/sessions/search?q=zeppelin", "").json();
     assert_eq!(none, json!({"results": []}));
     // An id pasted in the search box finds its session first.
-    let by_id = d.api("GET", &format!("/api/sessions/search?q={id}"), "").json();
+    let by_id = d
+        .api("GET", &format!("/api/sessions/search?q={id}"), "")
+        .json();
     assert_eq!(by_id["results"][0]["session_id"], id.as_str());
 
     let one = d.api("GET", &format!("/api/sessions/{id}"), "").json();
     assert_eq!(one["resume_command"], format!("hermes --resume {id}"));
-    let msgs = d.api("GET", &format!("/api/sessions/{id}/messages"), "").json();
+    let msgs = d
+        .api("GET", &format!("/api/sessions/{id}/messages"), "")
+        .json();
     assert_eq!(msgs["session_id"], id.as_str());
     let roles: Vec<&str> = msgs["messages"]
         .as_array()
@@ -298,7 +329,10 @@ fn sessions_usage_and_kanban_answers() {
         .map(|m| m["role"].as_str().unwrap())
         .collect();
     assert_eq!(roles, ["user", "assistant"]);
-    assert_eq!(msgs["messages"][0]["content"], "Where is the harbour office?");
+    assert_eq!(
+        msgs["messages"][0]["content"],
+        "Where is the harbour office?"
+    );
     assert_eq!(msgs["messages"][1]["content"], "By the ferry terminal.");
     assert_eq!(msgs["pagination"]["returned"], 2);
 
@@ -349,13 +383,26 @@ fn sessions_usage_and_kanban_answers() {
         .collect();
     assert_eq!(
         names,
-        ["triage", "todo", "scheduled", "ready", "running", "blocked", "review", "done"]
+        [
+            "triage",
+            "todo",
+            "scheduled",
+            "ready",
+            "running",
+            "blocked",
+            "review",
+            "done"
+        ]
     );
     assert_eq!(board["columns"][3]["tasks"].as_array().unwrap().len(), 2);
     assert_eq!(board["columns"][1]["tasks"][0]["id"], child.as_str());
 
     let path = format!("/api/kanban/tasks/{task}");
-    let moved = d.api("PATCH", &path, r#"{"status":"blocked","block_reason":"waiting for legal"}"#);
+    let moved = d.api(
+        "PATCH",
+        &path,
+        r#"{"status":"blocked","block_reason":"waiting for legal"}"#,
+    );
     assert_eq!(moved.status, 200, "{}", moved.body);
     assert_eq!(moved.json()["task"]["status"], "blocked");
     assert_eq!(task_status(&home, &task), "blocked");
@@ -400,7 +447,10 @@ fn sessions_usage_and_kanban_answers() {
     );
     assert_eq!(c.status, 200, "{}", c.body);
     let detail = d.api("GET", &path, "").json();
-    assert_eq!(keys(&detail), ["comments", "events", "links", "runs", "task"]);
+    assert_eq!(
+        keys(&detail),
+        ["comments", "events", "links", "runs", "task"]
+    );
     assert_eq!(detail["comments"][0]["author"], "dashboard");
     assert_eq!(detail["comments"][0]["body"], "Looks good to me.");
     let kinds: Vec<&str> = detail["events"]
@@ -458,7 +508,10 @@ fn cron_config_memory_skills_mcp_and_platform_answers() {
     assert_eq!(job["deliver"], "local");
     assert_eq!(job["last_output"], Value::Null);
     assert_eq!(jobs_file()["jobs"][0]["id"], job_id.as_str());
-    assert_eq!(jobs_file()["jobs"][0]["prompt"], "Summarise the overnight alerts.");
+    assert_eq!(
+        jobs_file()["jobs"][0]["prompt"],
+        "Summarise the overnight alerts."
+    );
     let paused = d.api("POST", &format!("/api/cron/jobs/{job_id}/pause"), "");
     assert_eq!(paused.status, 200, "{}", paused.body);
     assert_eq!(paused.json()["state"], "paused");
@@ -478,7 +531,9 @@ fn cron_config_memory_skills_mcp_and_platform_answers() {
     assert_eq!(bad.status, 400, "{}", bad.body);
     assert!(bad.json()["detail"].is_string());
     assert_eq!(jobs_file()["jobs"].as_array().unwrap().len(), 1);
-    let runs = d.api("GET", &format!("/api/cron/jobs/{job_id}/runs"), "").json();
+    let runs = d
+        .api("GET", &format!("/api/cron/jobs/{job_id}/runs"), "")
+        .json();
     assert_eq!(runs, json!({"runs": []}));
     assert_eq!(
         d.api("GET", "/api/cron/jobs/000000000000", "").json(),
@@ -572,7 +627,9 @@ fn cron_config_memory_skills_mcp_and_platform_answers() {
     assert_eq!(skills[0]["name"], "release-notes");
     assert_eq!(skills[0]["category"], "writing");
     assert_eq!(skills[0]["enabled"], true);
-    let content = d.api("GET", "/api/skills/content?name=release-notes", "").json();
+    let content = d
+        .api("GET", "/api/skills/content?name=release-notes", "")
+        .json();
     assert!(
         content["content"]
             .as_str()
@@ -599,6 +656,10 @@ fn cron_config_memory_skills_mcp_and_platform_answers() {
         r#"{"name":"release-notes","enabled":true}"#,
     );
     assert_eq!(d.api("GET", "/api/skills", "").json()[0]["enabled"], true);
-    let unknown = d.api("PUT", "/api/skills/toggle", r#"{"name":"nope","enabled":false}"#);
+    let unknown = d.api(
+        "PUT",
+        "/api/skills/toggle",
+        r#"{"name":"nope","enabled":false}"#,
+    );
     assert_eq!(unknown.status, 404);
 }

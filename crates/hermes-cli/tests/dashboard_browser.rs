@@ -203,11 +203,17 @@ async fn the_dashboard_in_a_real_browser() {
         "skills/writing/release-notes/SKILL.md",
         "---\nname: release-notes\ndescription: Write release notes from a changelog.\n---\n# Release notes\n\nGroup the changes by theme.\n",
     );
-    home.write_file("memories/MEMORY.md", "The user ships every second Thursday.");
+    home.write_file(
+        "memories/MEMORY.md",
+        "The user ships every second Thursday.",
+    );
 
     let d = Dashboard::start(&home);
     let found = d.api("GET", "/api/sessions/search?q=harbour", "").json();
-    let harbour_id = found["results"][0]["session_id"].as_str().unwrap().to_string();
+    let harbour_id = found["results"][0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let addr: SocketAddr = d.addr.parse().unwrap();
     // The dashboard's address is trusted; everything else keeps the browser's usual rules.
     let fetcher = Fetcher::new(UrlPolicy::strict().trusting(addr));
@@ -216,11 +222,18 @@ async fn the_dashboard_in_a_real_browser() {
     // Log in with the printed link: the token becomes a cookie and leaves the address bar.
     session.navigate(&d.login_url).await.unwrap();
     let mut page = Page { session };
-    page.wait_for("the sessions page", "document.body.dataset.ready === 'sessions'")
-        .await;
+    page.wait_for(
+        "the sessions page",
+        "document.body.dataset.ready === 'sessions'",
+    )
+    .await;
     let href = page.eval("location.href").await;
     assert_eq!(href, format!("{}/", d.base), "the token left the address");
-    assert_eq!(page.eval("document.cookie").await, "", "the cookie is HttpOnly");
+    assert_eq!(
+        page.eval("document.cookie").await,
+        "",
+        "the cookie is HttpOnly"
+    );
 
     // Search the sessions, open the hit.
     page.fill("#session-search", "harbour").await;
@@ -274,8 +287,11 @@ async fn the_dashboard_in_a_real_browser() {
     // Kanban: drag the ready card to done with the mouse; the board's database follows.
     page.open("kanban").await;
     let card = format!("#column-ready #card-{notes}");
-    page.wait_for("the card", &format!("!!document.querySelector({})", js(&card)))
-        .await;
+    page.wait_for(
+        "the card",
+        &format!("!!document.querySelector({})", js(&card)),
+    )
+    .await;
     page.shot("kanban").await;
     let from = page.centre(&card).await;
     let to = page.centre("#column-done").await;
@@ -323,10 +339,14 @@ async fn the_dashboard_in_a_real_browser() {
     page.open("cron").await;
     page.fill("#cron-name", "Nightly digest").await;
     page.fill("#cron-schedule", "every 1d").await;
-    page.fill("#cron-prompt", "Summarise the day's sessions.").await;
-    page.click("#cron-create").await;
-    page.wait_for("the job's row", "document.querySelectorAll('.cron-row').length === 1")
+    page.fill("#cron-prompt", "Summarise the day's sessions.")
         .await;
+    page.click("#cron-create").await;
+    page.wait_for(
+        "the job's row",
+        "document.querySelectorAll('.cron-row').length === 1",
+    )
+    .await;
     let jobs = jobs_file(&home);
     assert_eq!(jobs["jobs"][0]["name"], "Nightly digest");
     assert_eq!(jobs["jobs"][0]["prompt"], "Summarise the day's sessions.");
@@ -347,11 +367,15 @@ async fn the_dashboard_in_a_real_browser() {
     let config_path = home.hermes_home().join("config.yaml");
     let before = std::fs::read_to_string(&config_path).unwrap();
     assert_eq!(
-        page.eval("document.querySelector('#config-text').value").await,
+        page.eval("document.querySelector('#config-text').value")
+            .await,
         before.as_str()
     );
-    page.fill("#config-text", &format!("{before}agent:\n  max_turns: lots\n"))
-        .await;
+    page.fill(
+        "#config-text",
+        &format!("{before}agent:\n  max_turns: lots\n"),
+    )
+    .await;
     page.click("#config-save").await;
     let shown = page
         .wait_for(

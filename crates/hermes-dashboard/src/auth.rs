@@ -287,10 +287,20 @@ mod tests {
     #[test]
     fn loopback_binds_answer_loopback_names_only() {
         let auth = Auth::new("127.0.0.1:9119".parse().unwrap()).unwrap();
-        for ok in ["localhost:9119", "127.0.0.1:9119", "[::1]:9119", "app.localhost"] {
+        for ok in [
+            "localhost:9119",
+            "127.0.0.1:9119",
+            "[::1]:9119",
+            "app.localhost",
+        ] {
             assert!(auth.host_allowed(Some(ok)), "{ok}");
         }
-        for bad in ["evil.example:9119", "localhost.evil.example", "10.0.0.1:9119", ""] {
+        for bad in [
+            "evil.example:9119",
+            "localhost.evil.example",
+            "10.0.0.1:9119",
+            "",
+        ] {
             assert!(!auth.host_allowed(Some(bad)), "{bad}");
         }
     }

@@ -196,7 +196,10 @@ pub(crate) async fn update(
                 for p in board.parents(&id).map_err(kanban_error)? {
                     let parent = board.get(&p).map_err(kanban_error)?;
                     if parent.status != "done" {
-                        open.push(format!("'{}' ({}, status={})", parent.title, p, parent.status));
+                        open.push(format!(
+                            "'{}' ({}, status={})",
+                            parent.title, p, parent.status
+                        ));
                     }
                 }
                 if !open.is_empty() {

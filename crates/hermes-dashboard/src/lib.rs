@@ -17,8 +17,8 @@ pub mod auth;
 mod config_api;
 mod cron_api;
 mod kanban_api;
-mod memory_api;
 mod login;
+mod memory_api;
 mod reply;
 pub mod routes;
 mod sessions_api;
@@ -105,10 +105,12 @@ impl Dashboard {
                 addr: wanted.to_string(),
                 source,
             })?;
-        let addr = listener.local_addr().map_err(|source| DashboardError::Bind {
-            addr: wanted.to_string(),
-            source,
-        })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| DashboardError::Bind {
+                addr: wanted.to_string(),
+                source,
+            })?;
         let auth = auth::Auth::new(addr)?;
         Ok(Dashboard {
             listener,

@@ -70,7 +70,9 @@ pub(crate) async fn login(
     raw: Result<Bytes, BytesRejection>,
 ) -> Response {
     let given: Result<LoginBody, ApiError> = body(raw);
-    let valid = given.as_ref().is_ok_and(|b| app.auth.token_matches(&b.token));
+    let valid = given
+        .as_ref()
+        .is_ok_and(|b| app.auth.token_matches(&b.token));
     if !valid {
         return ApiError::new(StatusCode::UNAUTHORIZED, "Invalid token").into_response();
     }

@@ -63,8 +63,11 @@ pub type ApiResult = Result<Json<Value>, ApiError>;
 /// The request body as `T`: JSON within [`MAX_BODY_BYTES`] (the router's body limit).
 pub fn body<T: DeserializeOwned>(raw: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
     let bytes = raw.map_err(|e| ApiError::new(e.status(), e.body_text()))?;
-    serde_json::from_slice(&bytes)
-        .map_err(|e| ApiError::bad_request(format!("the request body is not what this route takes: {e}")))
+    serde_json::from_slice(&bytes).map_err(|e| {
+        ApiError::bad_request(format!(
+            "the request body is not what this route takes: {e}"
+        ))
+    })
 }
 
 /// Runs `f` on the blocking pool; 504 when it takes longer than [`WORK_TIMEOUT`] (it finishes

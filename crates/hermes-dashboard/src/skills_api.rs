@@ -130,7 +130,10 @@ pub(crate) async fn content(
     State(app): State<Arc<App>>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult {
-    let name = q.get("name").map(|n| n.trim().to_string()).unwrap_or_default();
+    let name = q
+        .get("name")
+        .map(|n| n.trim().to_string())
+        .unwrap_or_default();
     if name.is_empty() {
         return Err(ApiError::bad_request("name is required"));
     }
@@ -189,7 +192,12 @@ pub(crate) async fn hub_install(
     }
     let mut cmd = tokio::process::Command::new(&app.exe);
     cmd.args(["skills", "install", "--yes"]);
-    if let Some(c) = req.category.as_deref().map(str::trim).filter(|c| !c.is_empty()) {
+    if let Some(c) = req
+        .category
+        .as_deref()
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+    {
         cmd.args(["--category", c]);
     }
     if req.force {

@@ -30,9 +30,9 @@ mod search;
 mod sessions;
 pub mod sharegpt;
 mod store;
-mod usage;
 pub mod time;
 pub mod title;
+mod usage;
 mod writer;
 
 pub use error::StoreError;
