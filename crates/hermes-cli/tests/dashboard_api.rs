@@ -663,3 +663,112 @@ fn cron_config_memory_skills_mcp_and_platform_answers() {
     );
     assert_eq!(unknown.status, 404);
 }
+
+#[test]
+fn run_now_runs_the_job_and_its_output_is_shown_and_hub_installs_go_through_the_guard() {
+    let server = MockServer::start(Script::new(vec![Turn::text(
+        "Three alerts overnight, all resolved.",
+    )]));
+    let home = TestHome::new();
+    home.write_mock_config(&server);
+    let source = home.root().join("incoming/changelog-digest");
+    std::fs::create_dir_all(&source).unwrap();
+    std::fs::write(
+        source.join("SKILL.md"),
+        "---\nname: changelog-digest\ndescription: Summarise a changelog in five lines.\n---\n# Changelog digest\n\nRead the changelog and list the five most important changes.\n",
+    )
+    .unwrap();
+    let d = Dashboard::start(&home);
+
+    let job = d
+        .api(
+            "POST",
+            "/api/cron/jobs",
+            r#"{"name":"Overnight alerts","schedule":"every 1d","prompt":"Summarise the overnight alerts."}"#,
+        )
+        .json();
+    let id = job["id"].as_str().unwrap().to_string();
+    let started = d.api("POST", &format!("/api/cron/jobs/{id}/trigger"), "");
+    assert_eq!(started.status, 200, "{}", started.body);
+    let started = started.json();
+    assert_eq!(started["runner"], "dashboard");
+    assert!(started["pid"].as_u64().is_some());
+    common::wait("the run's saved output", || {
+        d.api("GET", &format!("/api/cron/jobs/{id}"), "").json()["last_output"]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("Three alerts overnight, all resolved."))
+    });
+    let request = server.last_chat_request().unwrap().to_string();
+    assert!(
+        request.contains("Summarise the overnight alerts."),
+        "{request}"
+    );
+    common::wait("the run's attempt in the ledger", || {
+        d.api("GET", &format!("/api/cron/jobs/{id}/runs"), "")
+            .json()["runs"][0]["status"]
+            == "completed"
+    });
+
+    // The hub's own install, guard scan included, run for the page.
+    let installed = d.api(
+        "POST",
+        "/api/skills/hub/install",
+        &json!({"identifier": source.display().to_string()}).to_string(),
+    );
+    assert_eq!(installed.status, 200, "{}", installed.body);
+    let installed = installed.json();
+    assert_eq!(installed["ok"], true, "{installed}");
+    assert_eq!(installed["exit_code"], 0);
+    assert!(
+        installed["output"]
+            .as_str()
+            .unwrap()
+            .contains("Installed: changelog-digest"),
+        "{installed}"
+    );
+    let skills = d.api("GET", "/api/skills", "").json();
+    assert_eq!(skills[0]["name"], "changelog-digest");
+    assert_eq!(skills[0]["provenance"], "hub");
+    let again = d
+        .api(
+            "POST",
+            "/api/skills/hub/install",
+            &json!({"identifier": source.display().to_string()}).to_string(),
+        )
+        .json();
+    assert_eq!(again["ok"], false, "{again}");
+    assert!(
+        again["output"]
+            .as_str()
+            .unwrap()
+            .contains("already installed"),
+        "{again}"
+    );
+    let flag = d.api(
+        "POST",
+        "/api/skills/hub/install",
+        r#"{"identifier":"--force"}"#,
+    );
+    assert_eq!(flag.status, 400);
+}
+
+#[test]
+fn a_non_loopback_host_is_refused_unless_insecure() {
+    let home = TestHome::new();
+    let o = run(
+        &home,
+        &["dashboard", "--host", "0.0.0.0", "--port", "0", "--no-open"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        "hermes: refusing to serve the dashboard on 0.0.0.0, which is not a loopback address: anyone who can reach it could try the token; bind 127.0.0.1 and tunnel, or pass --insecure\n"
+    );
+    assert_eq!(stdout(&o), "");
+    let o = run(
+        &home,
+        &["dashboard", "--host", "not-an-address", "--no-open"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("not-an-address"), "{}", stderr(&o));
+}

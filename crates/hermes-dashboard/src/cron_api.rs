@@ -1,9 +1,10 @@
 //! The cron page's routes over hermes-cron (`cron/jobs.json`, the store `hermes cron` edits),
 //! Python's dashboard answers: the job list (every job, paused ones too) and one job as bare
 //! job objects, each with its newest execution attempt and the text of its last output;
-//! create, pause, resume; "run now" (`trigger`: the job made due, then `hermes cron run ID`
-//! started as a command of its own, so the run is the CLI's: its session, its saved output;
-//! at most [`MAX_RUNS`] at once); and a job's runs (its attempts from the ledger).
+//! create, pause, resume; "run now" (`trigger`: made due for a running gateway's scheduler,
+//! else `hermes cron run ID` started as a command of its own, so the run is the CLI's: its
+//! session, its saved output; at most [`MAX_RUNS`] at once); and a job's runs (its attempts
+//! from the ledger).
 
 use std::process::Stdio;
 use std::sync::Arc;
@@ -200,15 +201,27 @@ pub(crate) async fn resume(State(app): State<Arc<App>>, Path(id): Path<String>) 
     Ok(Json(job))
 }
 
-/// `POST /api/cron/jobs/{id}/trigger`: run now. 429 while [`MAX_RUNS`] runs are going.
+/// `POST /api/cron/jobs/{id}/trigger`: run now. With a gateway running for this home the job
+/// is made due and its scheduler runs it at its next tick (`"runner": "gateway"`), so the two
+/// never run it side by side; otherwise `hermes cron run ID` is started here (`"runner":
+/// "dashboard"`, its `pid`), 429 while [`MAX_RUNS`] of those are going.
 pub(crate) async fn trigger(State(app): State<Arc<App>>, Path(id): Path<String>) -> ApiResult {
+    let (_, gateway) = hermes_gateway::chat::state::read(app.home.root());
+    if gateway.is_some() {
+        let job = with_cron(&app, move |store| {
+            let job = store.trigger(&id).map_err(cron_error)?;
+            Ok(one_job(store, job))
+        })
+        .await?;
+        return Ok(Json(json!({"ok": true, "job": job, "runner": "gateway"})));
+    }
     if app.reap_runs() >= MAX_RUNS {
         return Err(ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
             format!("{MAX_RUNS} jobs started here are still running; wait for one to finish"),
         ));
     }
-    let job = with_cron(&app, move |store| store.trigger(&id).map_err(cron_error)).await?;
+    let job = with_cron(&app, move |store| store.resolve(&id).map_err(cron_error)).await?;
     let child = std::process::Command::new(&app.exe)
         .args(["cron", "run", job.id()])
         .env("HERMES_HOME", app.home.root())
@@ -232,7 +245,9 @@ pub(crate) async fn trigger(State(app): State<Arc<App>>, Path(id): Path<String>)
         Ok(one_job(store, job))
     })
     .await?;
-    Ok(Json(json!({"ok": true, "job": job, "pid": pid})))
+    Ok(Json(
+        json!({"ok": true, "job": job, "runner": "dashboard", "pid": pid}),
+    ))
 }
 
 /// `GET /api/cron/jobs/{id}/runs`: the job's attempts, newest first.
