@@ -772,3 +772,37 @@ fn a_non_loopback_host_is_refused_unless_insecure() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("not-an-address"), "{}", stderr(&o));
 }
+
+#[test]
+fn with_a_gateway_running_run_now_is_left_to_its_scheduler() {
+    let server = MockServer::start(Script::new(vec![Turn::text("Backups verified.")]));
+    let home = TestHome::new();
+    home.write_config(&format!(
+        "{}cron:\n  tick_interval: 1\n",
+        hermes_testkit::mock_config_yaml(&server)
+    ));
+    let _gateway = common::gateway::Gateway::start(&home, &[]);
+    let d = Dashboard::start(&home);
+    let status = d.api("GET", "/api/status", "").json();
+    assert_eq!(status["gateway_running"], true, "{status}");
+    assert_eq!(status["gateway_state"], "running");
+    let job = d
+        .api(
+            "POST",
+            "/api/cron/jobs",
+            r#"{"name":"Backups","schedule":"every 1d","prompt":"Check the backups."}"#,
+        )
+        .json();
+    let id = job["id"].as_str().unwrap().to_string();
+    let started = d
+        .api("POST", &format!("/api/cron/jobs/{id}/trigger"), "")
+        .json();
+    assert_eq!(started["runner"], "gateway", "{started}");
+    assert!(started.get("pid").is_none());
+    common::wait("the gateway's run of the job", || {
+        d.api("GET", &format!("/api/cron/jobs/{id}"), "").json()["last_output"]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("Backups verified."))
+    });
+    assert_eq!(server.requests().len(), 1, "run once, by the gateway");
+}
