@@ -420,11 +420,11 @@ async function pageCron() {
       el("td", {}, el("span", { class: "badge " + (paused ? "warn" : "good"), dataset: { role: "state" } }, j.state)),
       el("td", {}, fmtTime(j.next_run_at)),
       el("td", {}, j.last_run_at ? fmtTime(j.last_run_at) + " · " + (j.last_status || "") : "never"),
-      el("td", { class: "row" },
+      el("td", {}, el("div", { class: "row" },
         paused ? el("button", { class: "cron-resume", onclick: act(j, "resume") }, "Resume") : el("button", { class: "cron-pause", onclick: act(j, "pause") }, "Pause"),
         el("button", { class: "cron-run", onclick: act(j, "trigger") }, "Run now"),
         el("button", { onclick: () => output.replaceChildren(el("div", { class: "panel" }, el("h2", {}, "Last output of " + (j.name || j.id)),
-          j.last_output ? el("pre", {}, j.last_output.text) : el("p", { class: "muted" }, "No output saved yet."))) }, "Output"))));
+          j.last_output ? el("pre", {}, j.last_output.text) : el("p", { class: "muted" }, "No output saved yet."))) }, "Output")))));
   }
   setMain(el("h1", {}, "Cron jobs"), el("div", { class: "panel" }, el("h2", {}, "New job"), create),
     el("div", { class: "panel" }, jobs.length ? table : el("p", { class: "muted" }, "No jobs yet.")), output);
