@@ -806,3 +806,25 @@ fn with_a_gateway_running_run_now_is_left_to_its_scheduler() {
     });
     assert_eq!(server.requests().len(), 1, "run once, by the gateway");
 }
+
+#[test]
+fn without_no_open_the_browser_is_opened_on_the_login_link() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = TestHome::new();
+    let bin_dir = home.root().join("fakebin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    let opened = home.root().join("opened.txt");
+    let opener = bin_dir.join("xdg-open");
+    std::fs::write(
+        &opener,
+        format!("#!/bin/sh\nprintf '%s' \"$1\" > {}\n", opened.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:/usr/bin:/bin", bin_dir.display());
+    let d = Dashboard::start_with(&home, &[], Some(&path));
+    common::wait("the browser opener", || {
+        std::fs::read_to_string(&opened).is_ok_and(|t| !t.is_empty())
+    });
+    assert_eq!(std::fs::read_to_string(&opened).unwrap(), d.login_url);
+}

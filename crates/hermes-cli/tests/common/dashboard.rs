@@ -25,9 +25,18 @@ pub struct Dashboard {
 
 impl Dashboard {
     pub fn start(home: &TestHome) -> Dashboard {
-        let mut child = home
-            .command(bin())
-            .args(["dashboard", "--port", "0", "--no-open"])
+        Dashboard::start_with(home, &["--no-open"], None)
+    }
+
+    /// With `extra` flags after `dashboard --port 0`, and `path` as PATH when given.
+    pub fn start_with(home: &TestHome, extra: &[&str], path: Option<&str>) -> Dashboard {
+        let mut cmd = home.command(bin());
+        if let Some(path) = path {
+            cmd.env("PATH", path);
+        }
+        let mut child = cmd
+            .args(["dashboard", "--port", "0"])
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
