@@ -259,6 +259,7 @@ fn sessions_usage_and_kanban_answers() {
     assert_eq!(list.status, 200, "{}", list.body);
     let list = list.json();
     assert_eq!(list["limit"], 50);
+    assert_eq!(list["total"], 1);
     assert_eq!(list["offset"], 0);
     let s = &list["sessions"][0];
     let id = s["id"].as_str().unwrap().to_string();

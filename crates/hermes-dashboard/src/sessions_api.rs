@@ -79,22 +79,26 @@ fn summary_json(s: &SessionSummary) -> Value {
     session_json(&s.session, Some(&s.preview))
 }
 
-/// `GET /api/sessions?limit=&offset=`.
+/// `GET /api/sessions?limit=&offset=`: `{sessions, total, limit, offset}` (Python's).
 pub(crate) async fn list(State(app): State<Arc<App>>, Query(q): Params) -> ApiResult {
     let limit = number(&q, "limit", DEFAULT_LIMIT, MAX_LIMIT);
     let offset = number(&q, "offset", 0, usize::MAX / 2);
-    let rows = with_store(&app, move |store| {
-        store.list_sessions_page(&SessionPage {
+    let (rows, total) = with_store(&app, move |store| {
+        let page = SessionPage {
             limit,
             offset,
             source: None,
             include_children: false,
-        })
+        };
+        Ok((
+            store.list_sessions_page(&page)?,
+            store.count_sessions_page(&page)?,
+        ))
     })
     .await?;
     let sessions: Vec<Value> = rows.iter().map(summary_json).collect();
     Ok(Json(
-        json!({"sessions": sessions, "limit": limit, "offset": offset}),
+        json!({"sessions": sessions, "total": total, "limit": limit, "offset": offset}),
     ))
 }
 
