@@ -116,6 +116,10 @@ fn every_route_refuses_without_the_token_from_other_origins_and_for_foreign_host
         );
         assert!(rebound.head.contains("content-security-policy"), "{what}");
     }
+    // Bodies are capped.
+    let huge = format!(r#"{{"yaml_text":"{}"}}"#, "x".repeat(1024 * 1024 + 1));
+    let over = d.raw("PUT", "/api/config/raw", &[&host, &bearer], &huge);
+    assert_eq!(over.status, 413, "{}", over.body);
     // Nothing the refused requests asked for happened.
     let sessions = d.api("GET", "/api/sessions", "");
     assert_eq!(sessions.status, 200);

@@ -25,7 +25,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use ring::rand::{SecureRandom, SystemRandom};
 
-use crate::reply::ApiError;
+use crate::reply::{ApiError, BODY_TIMEOUT, MAX_BODY_BYTES};
 use crate::{App, DashboardError};
 
 /// The session cookie's name.
@@ -268,7 +268,40 @@ pub(crate) async fn api_guard(
             .into_response(),
         );
     }
+    let request = match read_body(request).await {
+        Ok(r) => r,
+        Err(e) => return with_security_headers(e.into_response()),
+    };
     with_security_headers(next.run(request).await)
+}
+
+/// The body read whole here, within [`BODY_TIMEOUT`] and [`MAX_BODY_BYTES`], so a client
+/// trickling it cannot hold a request open (408) and an oversized one is refused (413).
+async fn read_body(request: Request) -> Result<Request, ApiError> {
+    let (parts, body) = request.into_parts();
+    let read = axum::body::to_bytes(body, MAX_BODY_BYTES);
+    match tokio::time::timeout(BODY_TIMEOUT, read).await {
+        Err(_) => Err(ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the request body did not arrive within {} s",
+                BODY_TIMEOUT.as_secs()
+            ),
+        )),
+        Ok(Err(e))
+            if std::error::Error::source(&e)
+                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>()) =>
+        {
+            Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("the request body is over the limit of {MAX_BODY_BYTES} bytes"),
+            ))
+        }
+        Ok(Err(e)) => Err(ApiError::bad_request(format!(
+            "cannot read the request body: {e}"
+        ))),
+        Ok(Ok(bytes)) => Ok(Request::from_parts(parts, Body::from(bytes))),
+    }
 }
 
 #[cfg(test)]

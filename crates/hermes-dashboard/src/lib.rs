@@ -30,10 +30,15 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use hermes_config::HermesHome;
+use hermes_gateway::api_server::listener::ConnectionLimits;
 use tokio_util::sync::CancellationToken;
 
 /// Python's port.
 pub const DEFAULT_PORT: u16 = 9119;
+/// Connections open at once (a browser opens a handful).
+pub const MAX_CONNECTIONS: usize = 64;
+/// How long a client may take to send a request's headers.
+pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 pub const DEFAULT_HOST: &str = "127.0.0.1";
 
 /// Why the dashboard could not start or stopped.
@@ -50,8 +55,6 @@ pub enum DashboardError {
         addr: String,
         source: std::io::Error,
     },
-    #[error("the dashboard server failed: {0}")]
-    Serve(std::io::Error),
     #[error("cannot make a login token: the system's random source failed")]
     Random,
 }
@@ -138,13 +141,16 @@ impl Dashboard {
         format!("http://{}", self.addr)
     }
 
-    /// Serves until `shutdown` fires.
+    /// Serves until `shutdown` fires, through the API server's connection handling (headers
+    /// within [`HEADER_TIMEOUT`], at most [`MAX_CONNECTIONS`] open, idle ones closed first).
     pub async fn serve(self, shutdown: CancellationToken) -> Result<(), DashboardError> {
         let router = routes::router(self.app.clone());
-        axum::serve(self.listener, router)
-            .with_graceful_shutdown(async move { shutdown.cancelled().await })
-            .await
-            .map_err(DashboardError::Serve)?;
+        let limits = ConnectionLimits {
+            max_connections: MAX_CONNECTIONS,
+            header_timeout: HEADER_TIMEOUT,
+            body_timeout: reply::BODY_TIMEOUT,
+        };
+        hermes_gateway::api_server::listener::serve(self.listener, router, limits, shutdown).await;
         // "Run now" jobs still going finish on their own: they are commands of their own.
         Ok(())
     }

@@ -14,6 +14,8 @@ use serde_json::{Value, json};
 
 /// The largest request body (a config.yaml or memory file edit fits many times over).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// How long a client may take to send a request's body once its headers are in.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long one request's file and database work may take.
 pub const WORK_TIMEOUT: Duration = Duration::from_secs(20);
 
