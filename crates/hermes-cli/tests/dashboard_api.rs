@@ -539,7 +539,7 @@ fn cron_config_memory_skills_mcp_and_platform_answers() {
     let runs = d
         .api("GET", &format!("/api/cron/jobs/{job_id}/runs"), "")
         .json();
-    assert_eq!(runs, json!({"runs": []}));
+    assert_eq!(runs, json!({"runs": [], "limit": 100}));
     assert_eq!(
         d.api("GET", "/api/cron/jobs/000000000000", "").json(),
         json!({"detail": "Job not found"})

@@ -250,7 +250,9 @@ pub(crate) async fn trigger(State(app): State<Arc<App>>, Path(id): Path<String>)
     ))
 }
 
-/// `GET /api/cron/jobs/{id}/runs`: the job's attempts, newest first.
+/// `GET /api/cron/jobs/{id}/runs`: `{"runs", "limit"}`, the job's attempts from the executions
+/// ledger, newest first (Python lists the run sessions, found by an id that carries the job's;
+/// ours are not named after their job, and the ledger records every attempt).
 pub(crate) async fn runs(State(app): State<Arc<App>>, Path(id): Path<String>) -> ApiResult {
     let runs = with_cron(&app, move |store| {
         let job = store.resolve(&id).map_err(cron_error)?;
@@ -264,5 +266,5 @@ pub(crate) async fn runs(State(app): State<Arc<App>>, Path(id): Path<String>) ->
             .collect::<Vec<_>>())
     })
     .await?;
-    Ok(Json(json!({"runs": runs})))
+    Ok(Json(json!({"runs": runs, "limit": MAX_RUNS_LISTED})))
 }
