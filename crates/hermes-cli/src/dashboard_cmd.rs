@@ -62,7 +62,7 @@ pub async fn run(top: &CommonArgs, args: &DashboardArgs) -> Result<ExitCode, Cli
         let _ = writeln!(out, "Dashboard: {url}");
         let _ = writeln!(
             out,
-            "The link logs a browser in once; keep it private. Ctrl-C stops the dashboard."
+            "Anyone with this link can use the dashboard until it stops: keep it private. Ctrl-C stops it."
         );
         let _ = out.flush();
     }

@@ -135,14 +135,20 @@ async function pageSessions(params) {
     } catch (err) { results.replaceChildren(el("li", { class: "error" }, err.message)); }
   }
 
-  async function listRecent() {
-    const data = await api("GET", "/api/sessions?limit=100");
-    results.replaceChildren();
-    if (!data.sessions.length) results.append(el("li", { class: "muted" }, "No sessions yet."));
+  async function listRecent(offset) {
+    const data = await api("GET", "/api/sessions?limit=100&offset=" + (offset || 0));
+    if (!offset) results.replaceChildren();
+    $$("#sessions-more", results).forEach((b) => b.remove());
+    if (!data.sessions.length && !offset) results.append(el("li", { class: "muted" }, "No sessions yet."));
     for (const s of data.sessions) {
       results.append(el("li", { class: "session-item", dataset: { id: s.id }, onclick: () => openSession(s.id) },
         el("div", { class: "title" }, s.title || s.preview || s.id),
         el("div", { class: "snippet" }, [s.source, s.model, fmtTime(s.last_active), s.message_count + " messages"].filter(Boolean).join(" · "))));
+    }
+    const shown = (offset || 0) + data.sessions.length;
+    if (shown < data.total) {
+      results.append(el("li", { id: "sessions-more" }, el("button", { onclick: () => listRecent(shown) },
+        "More (" + (data.total - shown) + " older)")));
     }
   }
 
