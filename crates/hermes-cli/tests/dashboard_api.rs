@@ -776,6 +776,14 @@ fn a_non_loopback_host_is_refused_unless_insecure() {
     );
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("not-an-address"), "{}", stderr(&o));
+    // `localhost` is loopback.
+    let d = Dashboard::start_with(&home, &["--no-open", "--host", "localhost"], None);
+    assert!(
+        d.login_url.starts_with("http://127.0.0.1:"),
+        "{}",
+        d.login_url
+    );
+    assert_eq!(d.api("GET", "/api/status", "").status, 200);
 }
 
 #[test]

@@ -41,14 +41,14 @@ pub const MAX_CONNECTIONS: usize = 64;
 pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 pub const DEFAULT_HOST: &str = "127.0.0.1";
 
-/// Why the dashboard could not start or stopped.
+/// Why the dashboard could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum DashboardError {
     #[error(
         "refusing to serve the dashboard on {0}, which is not a loopback address: anyone who can reach it could try the token; bind 127.0.0.1 and tunnel, or pass --insecure"
     )]
     NotLoopback(String),
-    #[error("--host {0:?} is not an IP address")]
+    #[error("--host {0:?} is not an IP address (or localhost)")]
     BadHost(String),
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -91,13 +91,15 @@ pub struct Dashboard {
 impl Dashboard {
     /// Checks the address, makes the login token and binds (`port` 0: one the OS picks).
     pub async fn bind(options: Options) -> Result<Dashboard, DashboardError> {
-        let ip: IpAddr = options
-            .host
-            .trim()
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse()
-            .map_err(|_| DashboardError::BadHost(options.host.clone()))?;
+        let host = options.host.trim();
+        let ip: IpAddr = if host.eq_ignore_ascii_case("localhost") {
+            IpAddr::from([127, 0, 0, 1])
+        } else {
+            host.trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse()
+                .map_err(|_| DashboardError::BadHost(options.host.clone()))?
+        };
         if !ip.is_loopback() && !options.insecure {
             return Err(DashboardError::NotLoopback(ip.to_string()));
         }
