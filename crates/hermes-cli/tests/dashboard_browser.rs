@@ -3,7 +3,8 @@
 //! the sessions a mock-model run stored and open one (its resume command shown), see the usage
 //! chart, drag a kanban card to another column with real mouse input and find the task moved
 //! in the board's database, create a cron job and pause it (both in `cron/jobs.json`), and
-//! save an invalid config.yaml (the loader's error shown in the page, the file unchanged).
+//! save an invalid config.yaml (the loader's error shown in the page, the file unchanged),
+//! untick a skill (disabled in config.yaml) and save MEMORY.md.
 //! A PNG of each page is kept under `$CARGO_TARGET_DIR/test-artifacts/dashboard/` (the paths
 //! are printed). Skipped with a printed reason when no Chromium is found.
 
@@ -404,12 +405,35 @@ async fn the_dashboard_in_a_real_browser() {
             .await,
         "release-notes"
     );
+    // Unticked: disabled in config.yaml, where `hermes skills list` reads it.
+    page.click(".skill-toggle").await;
+    wait_home("skills.disabled in config.yaml", || {
+        std::fs::read_to_string(&config_path)
+            .unwrap()
+            .contains("disabled: [release-notes]")
+    })
+    .await;
     page.shot("skills").await;
     page.open("memory").await;
     assert_eq!(
         page.eval("document.querySelector('#memory-memory').value")
             .await,
         "The user ships every second Thursday."
+    );
+    page.fill(
+        "#memory-memory",
+        "The user ships every second Thursday.\n§\nRelease notes go in CHANGES.md.",
+    )
+    .await;
+    page.click("#memory-save-memory").await;
+    page.wait_for(
+        "the saved memory",
+        "document.querySelector('#memory-status-memory').textContent.startsWith('Saved')",
+    )
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(home.hermes_home().join("memories/MEMORY.md")).unwrap(),
+        "The user ships every second Thursday.\n§\nRelease notes go in CHANGES.md."
     );
     page.shot("memory").await;
     page.open("mcp").await;

@@ -443,7 +443,7 @@ async function pageMemory() {
   const panels = data.files.map((f) => {
     const area = el("textarea", { id: "memory-" + f.target, rows: 12, value: f.content });
     const status = el("p", { class: "muted", id: "memory-status-" + f.target }, `${f.entries} entries · ${fmtInt(f.used)}/${fmtInt(f.limit)} chars · ${f.path}`);
-    const save = el("button", { class: "primary", onclick: async () => {
+    const save = el("button", { class: "primary", id: "memory-save-" + f.target, onclick: async () => {
       try {
         const r = await api("PUT", "/api/memory", { target: f.target, content: area.value });
         status.className = "ok";
