@@ -77,6 +77,8 @@ pub enum Command {
     Acp,
     /// The kanban board shared by all profiles: tasks, links, comments, the dispatcher.
     Kanban(crate::kanban_cmd::KanbanArgs),
+    /// A local web UI: sessions, usage, the kanban board, skills, cron, memory, config.
+    Dashboard(crate::dashboard_cmd::DashboardArgs),
 }
 
 #[derive(Debug, Args)]

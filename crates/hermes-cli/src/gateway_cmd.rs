@@ -384,7 +384,7 @@ fn send_sigterm(pid: u32) -> std::io::Result<()> {
     }
 }
 
-fn spawn_signal_handler(shutdown: CancellationToken) {
+pub(crate) fn spawn_signal_handler(shutdown: CancellationToken) {
     tokio::spawn(async move {
         #[cfg(unix)]
         {

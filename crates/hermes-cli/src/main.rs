@@ -9,6 +9,7 @@ mod compress_cmd;
 mod config_cmd;
 mod cron_cmd;
 mod curator_cmd;
+mod dashboard_cmd;
 mod error;
 mod gateway_cmd;
 mod gateway_service;
@@ -156,5 +157,8 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         (None, Some(Command::Approvals(approvals))) => approvals_cmd::run(&cli.common, approvals),
         (None, Some(Command::Completion(completion))) => completion_cmd::run(completion),
         (None, Some(Command::Acp)) => runtime.block_on(acp::run(&cli.common)),
+        (None, Some(Command::Dashboard(dashboard))) => {
+            runtime.block_on(dashboard_cmd::run(&cli.common, dashboard))
+        }
     }
 }

@@ -1,4 +1,4 @@
-//! Subcommands the Python Hermes has and this build does not: `hermes dashboard` says so in one
+//! Subcommands the Python Hermes has and this build does not: `hermes backup` says so in one
 //! line and exits 2, instead of clap's "unrecognized subcommand" (which reads like a typo).
 //! The first positional word of the command line is compared with the Python Hermes's
 //! built-in subcommands (its `_BUILTIN_SUBCOMMANDS`), after skipping our top-level flags and
@@ -143,11 +143,9 @@ mod tests {
 
     #[test]
     fn python_only_commands_are_named_and_ours_are_not() {
-        assert_eq!(
-            ask(&["dashboard", "--port", "1"]).as_deref(),
-            Some("dashboard")
-        );
+        assert_eq!(ask(&["backup", "--quick"]).as_deref(), Some("backup"));
         assert_eq!(ask(&["kanban", "list"]), None);
+        assert_eq!(ask(&["dashboard", "--port", "1"]), None);
         assert_eq!(
             ask(&["-v", "insights", "--days", "7"]).as_deref(),
             Some("insights")
@@ -163,13 +161,10 @@ mod tests {
     #[test]
     fn flag_values_are_not_taken_for_subcommands() {
         assert_eq!(ask(&["-z", "kanban"]), None);
-        assert_eq!(ask(&["-m", "dashboard", "chat"]), None);
+        assert_eq!(ask(&["-m", "backup", "chat"]), None);
         assert_eq!(ask(&["--provider", "logs"]), None);
-        assert_eq!(
-            ask(&["--model=x", "dashboard"]).as_deref(),
-            Some("dashboard")
-        );
-        assert_eq!(ask(&["-mx", "dashboard"]).as_deref(), Some("dashboard"));
+        assert_eq!(ask(&["--model=x", "backup"]).as_deref(), Some("backup"));
+        assert_eq!(ask(&["-mx", "backup"]).as_deref(), Some("backup"));
         assert_eq!(ask(&["--", "kanban"]), None);
     }
 }

@@ -46,9 +46,9 @@ fn python_only_commands_say_so_and_typos_get_clap_suggestions() {
         stderr(&o),
         "hermes: `hermes insights` is not in this build (the Python Hermes has it); `hermes --help` lists the commands this one has\n"
     );
-    let flagged = run(&home, &["-m", "some-model", "dashboard"]);
+    let flagged = run(&home, &["-m", "some-model", "backup"]);
     assert_eq!(flagged.status.code(), Some(2));
-    assert!(stderr(&flagged).contains("`hermes dashboard` is not in this build"));
+    assert!(stderr(&flagged).contains("`hermes backup` is not in this build"));
     let typo = run(&home, &["sesions", "list"]);
     assert_eq!(typo.status.code(), Some(2));
     assert!(stderr(&typo).contains("sessions"), "{}", stderr(&typo));

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::board::{Board, append_event, ensure_task};
 use crate::error::{KanbanError, Result};
-use crate::model::{BlockKind, Task};
+use crate::model::{BlockKind, Status, Task};
 use crate::time::now;
 
 /// A claim lasts this long unless heartbeats extend it (Python's 15 minutes).
@@ -403,6 +403,88 @@ impl Board {
             append_event(c, id, "unblocked", payload, None)?;
             Ok(true)
         })
+    }
+
+    /// A person moving a card by hand (the dashboard's drag between columns) to `triage`,
+    /// `todo` or `ready`, the moves the other verbs do not cover: Python's direct status write.
+    /// `ready` needs every parent done; a running task's run is closed as reclaimed; a task
+    /// leaving `done`/`archived` sends its `ready` children back to `todo`. `false` when the
+    /// move is not allowed from where the task is.
+    pub fn move_to(&self, id: &str, status: Status) -> Result<bool> {
+        if !matches!(status, Status::Triage | Status::Todo | Status::Ready) {
+            return Err(KanbanError::InvalidValue {
+                what: "status for a direct move",
+                value: status.as_str().to_string(),
+                allowed: "triage, todo, ready",
+            });
+        }
+        let new_status = status.as_str();
+        let moved = self.write(|c| {
+            ensure_task(c, id)?;
+            let prev: String =
+                c.query_row("SELECT status FROM tasks WHERE id = ?", [id], |r| r.get(0))?;
+            if status == Status::Ready {
+                let undone: Option<i64> = c
+                    .query_row(
+                        "SELECT 1 FROM task_links l JOIN tasks p ON p.id = l.parent_id \
+                         WHERE l.child_id = ? AND p.status != 'done' LIMIT 1",
+                        [id],
+                        |r| r.get(0),
+                    )
+                    .optional()?;
+                if undone.is_some() {
+                    return Ok(false);
+                }
+            }
+            let n = c.execute(
+                "UPDATE tasks SET status = ?, claim_lock = NULL, claim_expires = NULL, \
+                 worker_pid = NULL WHERE id = ?",
+                params![new_status, id],
+            )?;
+            if n != 1 {
+                return Ok(false);
+            }
+            let run = if prev == "running" {
+                end_run(
+                    c,
+                    id,
+                    "reclaimed",
+                    "reclaimed",
+                    Some(&format!("status changed to {new_status} (dashboard/direct)")),
+                    None,
+                    None,
+                )?
+            } else {
+                None
+            };
+            append_event(c, id, "status", Some(json!({"status": new_status})), run)?;
+            if prev == "done" || prev == "archived" {
+                let children: Vec<String> = c
+                    .prepare("SELECT child_id FROM task_links WHERE parent_id = ? ORDER BY child_id")?
+                    .query_map([id], |r| r.get(0))?
+                    .collect::<rusqlite::Result<_>>()?;
+                for child in children {
+                    let demoted = c.execute(
+                        "UPDATE tasks SET status = 'todo' WHERE id = ? AND status = 'ready'",
+                        [&child],
+                    )?;
+                    if demoted == 1 {
+                        append_event(
+                            c,
+                            &child,
+                            "status",
+                            Some(json!({"status": "todo", "reason": "parent_reopened", "parent": id})),
+                            None,
+                        )?;
+                    }
+                }
+            }
+            Ok(true)
+        })?;
+        if moved && status == Status::Ready {
+            self.recompute_ready(None)?;
+        }
+        Ok(moved)
     }
 
     /// Parks a task in `scheduled`: waiting on time, not on a person.

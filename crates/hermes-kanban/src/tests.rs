@@ -274,3 +274,40 @@ fn a_file_that_is_not_sqlite_is_refused_not_overwritten() {
         "not a database at all"
     );
 }
+
+#[test]
+fn direct_moves_respect_parents_and_reopening_demotes_children() {
+    use crate::model::Status;
+    let (_dir, board) = board();
+    let parent = task(&board, "parent", &[]);
+    let child = task(&board, "child", &[&parent]);
+    assert_eq!(status(&board, &child), "todo");
+    // `ready` needs every parent done.
+    assert!(!board.move_to(&child, Status::Ready).unwrap());
+    assert_eq!(status(&board, &child), "todo");
+    assert!(board.move_to(&parent, Status::Triage).unwrap());
+    assert_eq!(status(&board, &parent), "triage");
+    assert!(board.move_to(&parent, Status::Ready).unwrap());
+    done(&board, &parent);
+    assert_eq!(status(&board, &child), "ready");
+    // Reopening the parent sends its ready child back to todo.
+    assert!(board.move_to(&parent, Status::Todo).unwrap());
+    assert_eq!(status(&board, &parent), "todo");
+    assert_eq!(status(&board, &child), "todo");
+    let kinds: Vec<String> = board
+        .events(&child, 0)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    assert_eq!(kinds.last().map(String::as_str), Some("status"));
+    // Moves the verbs own are refused here.
+    assert!(matches!(
+        board.move_to(&child, Status::Done),
+        Err(KanbanError::InvalidValue { .. })
+    ));
+    assert!(matches!(
+        board.move_to("t_missing", Status::Todo),
+        Err(KanbanError::UnknownTask(_))
+    ));
+}

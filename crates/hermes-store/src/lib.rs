@@ -32,6 +32,7 @@ pub mod sharegpt;
 mod store;
 pub mod time;
 pub mod title;
+mod usage;
 mod writer;
 
 pub use error::StoreError;
@@ -43,6 +44,7 @@ pub use search::{MessageWindow, SearchHit, SearchQuery, fts_query};
 pub use sessions::{NewSession, SessionRecord, SessionSummary};
 pub use sharegpt::{ShareGptTurn, Trajectory};
 pub use store::{Store, StoreOptions};
+pub use usage::{DayUsage, ModelUsage, UsageReport, UsageTotals};
 pub use writer::{STREAM_COMMIT_INTERVAL, SessionStart, SessionWriter, StoreWriter};
 
 /// The database's file name inside the Hermes home.

@@ -48,6 +48,22 @@ impl Store {
         .map_err(|e| self.read_error(e))
     }
 
+    /// How many sessions [`Store::list_sessions_page`] would list over all pages.
+    pub fn count_sessions_page(&self, page: &SessionPage<'_>) -> Result<usize, StoreError> {
+        let sql = format!(
+            "SELECT COUNT(*) FROM sessions \
+             WHERE (?1 IS NULL OR source = ?1) AND (?2 OR parent_session_id IS NULL OR EXISTS \
+               (SELECT 1 FROM sessions p WHERE p.id = sessions.parent_session_id \
+                AND p.end_reason = '{BRANCHED}'))"
+        );
+        self.conn
+            .query_row(&sql, params![page.source, page.include_children], |r| {
+                r.get::<_, i64>(0)
+            })
+            .map(|n| usize::try_from(n).unwrap_or(0))
+            .map_err(|e| self.read_error(e))
+    }
+
     /// Creates a session with no messages yet (an API client names it before its first turn);
     /// `false` when the id is taken. The title (if any) is set in the same transaction.
     pub fn create_empty_session(

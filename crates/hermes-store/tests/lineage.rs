@@ -89,6 +89,9 @@ fn forks_copy_the_conversation_and_are_listed_unlike_other_children() {
     assert_eq!(ids(&store, &page(10, 0, true)).len(), 3);
     assert_eq!(ids(&store, &page(1, 0, true)).len(), 1);
     assert_eq!(ids(&store, &page(10, 2, true)).len(), 1);
+    // The count is of every page.
+    assert_eq!(store.count_sessions_page(&page(1, 0, false)).unwrap(), 1);
+    assert_eq!(store.count_sessions_page(&page(1, 0, true)).unwrap(), 3);
 
     // Lineage titles.
     assert_eq!(store.next_title_in_lineage("Ada").unwrap(), "Ada #2");

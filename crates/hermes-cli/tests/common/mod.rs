@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use hermes_testkit::{MockServer, TestHome};
 use serde_json::Value;
 
+pub mod dashboard;
 pub mod gateway;
 pub mod tmux;
 pub mod venv;

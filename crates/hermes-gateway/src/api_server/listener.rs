@@ -126,7 +126,7 @@ impl Registry {
 
 /// Accepts and serves connections with `app` until `shutdown` fires, then lets every
 /// connection finish its request in flight and returns when all are closed.
-pub(crate) async fn serve(
+pub async fn serve(
     listener: TcpListener,
     app: Router,
     limits: ConnectionLimits,

@@ -337,6 +337,45 @@ impl Session {
         self.settle().await
     }
 
+    /// Drags with real mouse input: the left button pressed at `from`, moved to `to` in
+    /// `steps` steps while held, released there (pages see mouse and pointer events alike).
+    pub async fn drag(
+        &mut self,
+        from: (f64, f64),
+        to: (f64, f64),
+        steps: u32,
+    ) -> Result<(), BrowserError> {
+        let steps = steps.max(1);
+        let event = |kind: DispatchMouseEventType, (x, y): (f64, f64), held: bool| {
+            let mut ev = DispatchMouseEventParams::new(kind, x, y);
+            ev.button = Some(MouseButton::Left);
+            ev.buttons = Some(i64::from(held));
+            ev.click_count = Some(1);
+            ev
+        };
+        self.page
+            .execute(event(DispatchMouseEventType::MouseMoved, from, false))
+            .await
+            .map_err(cdp)?;
+        self.page
+            .execute(event(DispatchMouseEventType::MousePressed, from, true))
+            .await
+            .map_err(cdp)?;
+        for i in 1..=steps {
+            let t = f64::from(i) / f64::from(steps);
+            let at = (from.0 + (to.0 - from.0) * t, from.1 + (to.1 - from.1) * t);
+            self.page
+                .execute(event(DispatchMouseEventType::MouseMoved, at, true))
+                .await
+                .map_err(cdp)?;
+        }
+        self.page
+            .execute(event(DispatchMouseEventType::MouseReleased, to, false))
+            .await
+            .map_err(cdp)?;
+        self.settle().await
+    }
+
     /// Replaces the field's content with `text`.
     pub async fn type_text(&mut self, raw_ref: &str, text: &str) -> Result<(), BrowserError> {
         let node = self.node(raw_ref)?;
