@@ -15,7 +15,7 @@
 //!   style and connections, and forbids framing.
 
 use std::collections::VecDeque;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use axum::body::Body;
@@ -67,28 +67,6 @@ fn same_secret(a: &str, b: &str) -> bool {
         return false;
     }
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// The name part of a `Host` value: `[::1]:9119` → `::1`, `localhost:9119` → `localhost`.
-fn host_name(host: &str) -> &str {
-    let host = host.trim();
-    if let Some(rest) = host.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or_default();
-    }
-    match host.rsplit_once(':') {
-        Some((name, port)) if !name.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) => {
-            name
-        }
-        _ => host,
-    }
-}
-
-/// Names that always mean this machine (RFC 6761 `localhost`, loopback literals).
-fn is_loopback_name(name: &str) -> bool {
-    let name = name.trim_end_matches('.').to_ascii_lowercase();
-    name == "localhost"
-        || name.ends_with(".localhost")
-        || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 impl Auth {
@@ -147,7 +125,7 @@ impl Auth {
         if !self.addr.ip().is_loopback() {
             return true;
         }
-        is_loopback_name(host_name(host))
+        hermes_gateway::api_server::loopback_host(host)
     }
 
     /// Whether the request comes from this server's own pages (or from no page at all).

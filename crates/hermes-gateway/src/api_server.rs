@@ -21,6 +21,7 @@
 mod catalog;
 pub mod chat;
 mod guard;
+pub use guard::loopback_host;
 mod jobs;
 pub mod listener;
 pub mod model_routes;

@@ -20,6 +20,7 @@ use crate::env::daytona::{DaytonaEnvironment, Resources};
 use crate::env::docker::DockerEnvironment;
 use crate::env::local::LocalEnvironment;
 use crate::env::modal::ModalEnvironment;
+use crate::env::scripted_jobs::WithScriptedJobs;
 use crate::env::singularity::{SingularityEnvironment, find_executable};
 use crate::env::ssh::{SshClient, SshEnvironment};
 use crate::env::{Backend, EnvironmentSettings, ExecutionEnvironment};
@@ -329,21 +330,21 @@ fn environment_for(
             let launcher = crate::sandbox::launcher_path().map(std::path::Path::to_path_buf);
             let home = setup.home.root();
             let env: Arc<dyn ExecutionEnvironment> = match settings.backend {
-                Backend::Daytona => Arc::new(DaytonaEnvironment::new(
+                Backend::Daytona => Arc::new(WithScriptedJobs::new(DaytonaEnvironment::new(
                     settings.daytona,
                     resources,
                     home,
                     &session,
                     launcher,
-                )),
-                Backend::Modal => Arc::new(ModalEnvironment::new(
+                ))),
+                Backend::Modal => Arc::new(WithScriptedJobs::new(ModalEnvironment::new(
                     settings.modal,
                     resources,
                     config.terminal.timeout,
                     home,
                     &session,
                     launcher,
-                )),
+                ))),
                 // The image's files are its own; bind mounts show it nothing of the home.
                 _ => {
                     return Ok(Arc::new(SingularityEnvironment::new(

@@ -134,7 +134,7 @@ impl BrowserPolicy {
             return true;
         }
         let name = host_name(host).to_ascii_lowercase();
-        is_loopback_name(&name)
+        loopback_host(host)
             || self
                 .allowed_hosts
                 .iter()
@@ -155,6 +155,12 @@ fn host_name(host: &str) -> &str {
         }
         _ => host,
     }
+}
+
+/// Whether a `Host` value (port included) names this machine: the DNS-rebinding check of the
+/// API server and the dashboard.
+pub fn loopback_host(host: &str) -> bool {
+    is_loopback_name(&host_name(host).to_ascii_lowercase())
 }
 
 /// Names that always mean this machine: `localhost` and its subdomains (RFC 6761; browsers

@@ -24,10 +24,10 @@ use serde_json::{Value, json};
 use super::docker::{PID_DIR, fnv1a, kill_line, wrapped_line};
 use super::http_api::Api;
 use super::remote_exec::{self, Request};
-use super::scripted_jobs::{ControlScripts, ScriptedJobs};
+use super::scripted_jobs::ControlScripts;
 use super::{
-    Backend, DaytonaSettings, DetachedJobs, EnvError, ExecutionEnvironment, Prepared, RemoteSignal,
-    ShellRequest, Stopper, sh_quote,
+    Backend, DaytonaSettings, EnvError, ExecutionEnvironment, Prepared, RemoteSignal, ShellRequest,
+    Stopper, sh_quote,
 };
 
 /// Limit of a lifecycle call (get, start, stop, delete).
@@ -68,9 +68,10 @@ struct Ready {
     shell: &'static str,
 }
 
-/// The state of one session's sandbox, shared by the environment and its background jobs.
+/// The Daytona environment of one session (background jobs come with
+/// [`super::scripted_jobs::WithScriptedJobs`]).
 #[derive(Debug)]
-struct DaytonaCore {
+pub struct DaytonaEnvironment {
     settings: DaytonaSettings,
     resources: Resources,
     api: Option<Api>,
@@ -81,7 +82,7 @@ struct DaytonaCore {
     next_token: AtomicU64,
 }
 
-impl DaytonaCore {
+impl DaytonaEnvironment {
     /// `home_root` names the persistent sandbox (one per Hermes home), `session_key` a
     /// session's own. `launcher`: this binary (the commands' client).
     pub fn new(
@@ -90,7 +91,7 @@ impl DaytonaCore {
         home_root: &std::path::Path,
         session_key: &str,
         launcher: Option<PathBuf>,
-    ) -> DaytonaCore {
+    ) -> DaytonaEnvironment {
         let key = if resources.persistent {
             format!(
                 "home-{:016x}",
@@ -111,7 +112,7 @@ impl DaytonaCore {
             .api_key
             .as_deref()
             .and_then(|k| Api::new("the Daytona API", k).ok());
-        DaytonaCore {
+        DaytonaEnvironment {
             settings,
             resources,
             api,
@@ -472,7 +473,7 @@ impl RemoteSignal for DaytonaSignal {
 }
 
 #[async_trait::async_trait]
-impl ExecutionEnvironment for DaytonaCore {
+impl ExecutionEnvironment for DaytonaEnvironment {
     fn backend(&self) -> Backend {
         Backend::Daytona
     }
@@ -551,67 +552,8 @@ impl ExecutionEnvironment for DaytonaCore {
     }
 }
 
-/// The Daytona environment of one session.
-#[derive(Debug)]
-pub struct DaytonaEnvironment(Arc<DaytonaCore>);
-
-impl DaytonaEnvironment {
-    /// `home_root` names the persistent sandbox (one per Hermes home), `session_key` a
-    /// session's own. `launcher`: this binary (the commands' client).
-    pub fn new(
-        settings: DaytonaSettings,
-        resources: Resources,
-        home_root: &std::path::Path,
-        session_key: &str,
-        launcher: Option<PathBuf>,
-    ) -> DaytonaEnvironment {
-        DaytonaEnvironment(Arc::new(DaytonaCore::new(
-            settings,
-            resources,
-            home_root,
-            session_key,
-            launcher,
-        )))
-    }
-
-    /// The sandbox's name.
-    pub fn sandbox_name(&self) -> String {
-        self.0.sandbox_name()
-    }
-
-    /// The `POST /sandbox` body.
-    pub fn create_body(&self) -> Value {
-        self.0.create_body()
-    }
-}
-
 #[async_trait::async_trait]
-impl ExecutionEnvironment for DaytonaEnvironment {
-    fn backend(&self) -> Backend {
-        Backend::Daytona
-    }
-    fn cwd(&self) -> String {
-        self.0.cwd()
-    }
-    fn home(&self) -> String {
-        self.0.home()
-    }
-    async fn connect(&self) -> Result<(), EnvError> {
-        self.0.connect().await
-    }
-    async fn shell(&self, request: ShellRequest<'_>) -> Result<Prepared, EnvError> {
-        self.0.shell(request).await
-    }
-    fn detached(&self) -> Option<Arc<dyn DetachedJobs>> {
-        Some(Arc::new(ScriptedJobs::new(self.0.clone())))
-    }
-    async fn shutdown(&self) {
-        self.0.shutdown().await;
-    }
-}
-
-#[async_trait::async_trait]
-impl ControlScripts for DaytonaCore {
+impl ControlScripts for DaytonaEnvironment {
     async fn control(&self, line: &str) -> Result<(i32, String), EnvError> {
         let ready = self.ensure().await?;
         remote_exec::daytona_execute(self.api()?, &ready.toolbox, line, "/", 60).await

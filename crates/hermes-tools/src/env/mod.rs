@@ -26,7 +26,7 @@ pub mod http_api;
 pub mod local;
 pub mod modal;
 pub mod remote_exec;
-mod scripted_jobs;
+pub mod scripted_jobs;
 pub mod settings;
 pub mod shell_fs;
 pub mod singularity;

@@ -28,10 +28,10 @@ use super::daytona::Resources;
 use super::docker::fnv1a;
 use super::http_api::{Api, uuid4};
 use super::remote_exec::{self, Request};
-use super::scripted_jobs::{ControlScripts, ScriptedJobs};
+use super::scripted_jobs::ControlScripts;
 use super::{
-    Backend, DetachedJobs, EnvError, ExecutionEnvironment, ModalMode, ModalSettings, Prepared,
-    RemoteSignal, ShellRequest, Stopper, sh_quote,
+    Backend, EnvError, ExecutionEnvironment, ModalMode, ModalSettings, Prepared, RemoteSignal,
+    ShellRequest, Stopper, sh_quote,
 };
 
 /// Where commands start (the Python Hermes's default for Modal).
@@ -54,9 +54,10 @@ pub fn token_from_auth_store(home_root: &Path) -> Option<String> {
         .map(str::to_string)
 }
 
-/// The state of one session's sandbox, shared by the environment and its background jobs.
+/// The Modal environment of one session (background jobs come with
+/// [`super::scripted_jobs::WithScriptedJobs`]).
 #[derive(Debug)]
-struct ModalCore {
+pub struct ModalEnvironment {
     settings: ModalSettings,
     resources: Resources,
     /// The terminal timeout (s): the idle timeout is at least this.
@@ -70,15 +71,15 @@ struct ModalCore {
     next: AtomicU64,
 }
 
-impl ModalCore {
-    fn new(
+impl ModalEnvironment {
+    pub fn new(
         settings: ModalSettings,
         resources: Resources,
         command_timeout: u64,
         home_root: &Path,
         session_key: &str,
         launcher: Option<PathBuf>,
-    ) -> ModalCore {
+    ) -> ModalEnvironment {
         let token = settings
             .token
             .clone()
@@ -96,7 +97,7 @@ impl ModalCore {
         let api = token
             .as_deref()
             .and_then(|t| Api::new("the Modal tool gateway", t).ok());
-        ModalCore {
+        ModalEnvironment {
             settings,
             resources,
             command_timeout,
@@ -220,7 +221,7 @@ impl RemoteSignal for ModalCancel {
 }
 
 #[async_trait::async_trait]
-impl ExecutionEnvironment for ModalCore {
+impl ExecutionEnvironment for ModalEnvironment {
     fn backend(&self) -> Backend {
         Backend::Modal
     }
@@ -285,62 +286,8 @@ impl ExecutionEnvironment for ModalCore {
     }
 }
 
-/// The Modal environment of one session.
-#[derive(Debug)]
-pub struct ModalEnvironment(Arc<ModalCore>);
-
-impl ModalEnvironment {
-    pub fn new(
-        settings: ModalSettings,
-        resources: Resources,
-        command_timeout: u64,
-        home_root: &Path,
-        session_key: &str,
-        launcher: Option<PathBuf>,
-    ) -> ModalEnvironment {
-        ModalEnvironment(Arc::new(ModalCore::new(
-            settings,
-            resources,
-            command_timeout,
-            home_root,
-            session_key,
-            launcher,
-        )))
-    }
-
-    /// The `POST /v1/sandboxes` body.
-    pub fn create_body(&self) -> Value {
-        self.0.create_body()
-    }
-}
-
 #[async_trait::async_trait]
-impl ExecutionEnvironment for ModalEnvironment {
-    fn backend(&self) -> Backend {
-        Backend::Modal
-    }
-    fn cwd(&self) -> String {
-        self.0.cwd()
-    }
-    fn home(&self) -> String {
-        self.0.home()
-    }
-    async fn connect(&self) -> Result<(), EnvError> {
-        self.0.connect().await
-    }
-    async fn shell(&self, request: ShellRequest<'_>) -> Result<Prepared, EnvError> {
-        self.0.shell(request).await
-    }
-    fn detached(&self) -> Option<Arc<dyn DetachedJobs>> {
-        Some(Arc::new(ScriptedJobs::new(self.0.clone())))
-    }
-    async fn shutdown(&self) {
-        self.0.shutdown().await;
-    }
-}
-
-#[async_trait::async_trait]
-impl ControlScripts for ModalCore {
+impl ControlScripts for ModalEnvironment {
     async fn control(&self, line: &str) -> Result<(i32, String), EnvError> {
         let sandbox = self.ensure().await?;
         remote_exec::modal_run(

@@ -2,21 +2,24 @@
 //! Modal's execs): the job is started detached in the environment with its output in a log
 //! there, by the SSH backend's scripts ([`super::ssh_scripts`]), and each follow is a bounded
 //! read of that log ([`ssh_scripts::follow_for`]) that comes back as soon as it has new output,
-//! so `process poll` sees a job's output while it runs. A backend provides the three ways of
-//! running a control script ([`ControlScripts`]).
+//! so `process poll` sees a job's output while it runs. A backend provides the ways of running
+//! a control script ([`ControlScripts`]); [`WithScriptedJobs`] gives it the jobs.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::ssh_scripts::{self as scripts, remote_command};
-use super::{DetachedJobs, DetachedStatus, EnvError, RemoteSignal, Stopper};
+use super::{
+    Backend, DetachedJobs, DetachedStatus, EnvError, ExecutionEnvironment, Prepared, RemoteSignal,
+    ShellRequest, Stopper,
+};
 
 /// Rounds of half a second one follow waits for output.
 const FOLLOW_ROUNDS: u32 = 4;
 
 /// How a backend runs a control script (a `sh -c SCRIPT NAME ARGS` line) in its environment.
 #[async_trait::async_trait]
-pub(crate) trait ControlScripts: Send + Sync + std::fmt::Debug {
+pub trait ControlScripts: Send + Sync + std::fmt::Debug {
     /// Runs `line` to the end; its exit code and output.
     async fn control(&self, line: &str) -> Result<(i32, String), EnvError>;
     /// A local command (this binary's remote client) that runs `line` and prints its output.
@@ -25,6 +28,43 @@ pub(crate) trait ControlScripts: Send + Sync + std::fmt::Debug {
     fn control_blocking(&self, line: &str);
     /// The shell a job's command runs under (`bash` when the environment has it).
     async fn job_shell(&self) -> Result<&'static str, EnvError>;
+}
+
+/// An environment whose background jobs are [`ScriptedJobs`] over its own control scripts.
+#[derive(Debug)]
+pub struct WithScriptedJobs<C: ExecutionEnvironment + ControlScripts + 'static>(Arc<C>);
+
+impl<C: ExecutionEnvironment + ControlScripts + 'static> WithScriptedJobs<C> {
+    pub fn new(environment: C) -> WithScriptedJobs<C> {
+        WithScriptedJobs(Arc::new(environment))
+    }
+}
+
+#[async_trait::async_trait]
+impl<C: ExecutionEnvironment + ControlScripts + 'static> ExecutionEnvironment
+    for WithScriptedJobs<C>
+{
+    fn backend(&self) -> Backend {
+        self.0.backend()
+    }
+    fn cwd(&self) -> String {
+        self.0.cwd()
+    }
+    fn home(&self) -> String {
+        self.0.home()
+    }
+    async fn connect(&self) -> Result<(), EnvError> {
+        self.0.connect().await
+    }
+    async fn shell(&self, request: ShellRequest<'_>) -> Result<Prepared, EnvError> {
+        self.0.shell(request).await
+    }
+    fn detached(&self) -> Option<Arc<dyn DetachedJobs>> {
+        Some(Arc::new(ScriptedJobs::new(self.0.clone())))
+    }
+    async fn shutdown(&self) {
+        self.0.shutdown().await;
+    }
 }
 
 /// The [`DetachedJobs`] of a backend.
