@@ -26,6 +26,7 @@ mod measure;
 mod mock_server;
 pub mod openai_sse;
 pub mod peers;
+pub mod postgres;
 pub mod platforms;
 mod props;
 mod respond;
