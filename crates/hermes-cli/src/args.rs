@@ -75,6 +75,8 @@ pub enum Command {
     Acp,
     /// The kanban board shared by all profiles: tasks, links, comments, the dispatcher.
     Kanban(crate::kanban_cmd::KanbanArgs),
+    /// Where sessions and kanban boards are kept: `migrate --to postgres|sqlite` copies them.
+    Store(crate::store_cmd::StoreArgs),
 }
 
 #[derive(Debug, Args)]

@@ -4,12 +4,14 @@
 //! - [`value`]: the values statements take and rows give back;
 //! - [`translate`]: the SQLite-flavoured statements callers write, turned into PostgreSQL's
 //!   (`$n` placeholders, `ON CONFLICT DO NOTHING`, `IS NOT DISTINCT FROM`);
+//! - [`copy`]: a table copied between two connections (`hermes store migrate`);
 //! - [`Db`]: the connection; write transactions serialise writers on both backends (SQLite's
 //!   `BEGIN IMMEDIATE`; on PostgreSQL a transaction-scoped advisory lock per schema), so the
 //!   compare-and-swap rules written for SQLite hold unchanged on a shared server;
 //! - `pg` (feature `postgres`): the PostgreSQL connection, on a thread of its own because the
 //!   synchronous client panics when blocked on inside a tokio runtime.
 
+pub mod copy;
 pub mod translate;
 pub mod value;
 
@@ -17,7 +19,7 @@ pub mod value;
 mod pg;
 
 pub use rusqlite;
-pub use value::{Row, ToValue, Value};
+pub use value::{FromValue, Row, ToValue, Value};
 
 /// Builds the parameter list of a statement, like `rusqlite::params!`.
 #[macro_export]
@@ -184,6 +186,11 @@ impl Db {
     /// The first row of a query, if any.
     pub fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Row>> {
         Ok(self.query(sql, params)?.into_iter().next())
+    }
+
+    /// The first column of the first row, if there is a row.
+    pub fn query_value<T: value::FromValue>(&self, sql: &str, params: &[Value]) -> Result<Option<T>> {
+        self.query_row(sql, params)?.map(|r| r.get(0)).transpose()
     }
 
     /// Starts a write transaction that holds off every other writer of the same database

@@ -4,6 +4,10 @@
 //! `INSERT OR IGNORE` becomes `INSERT ... ON CONFLICT DO NOTHING`, the null-safe `IS ?`
 //! becomes `IS NOT DISTINCT FROM $N`, and `rowid` (insertion order) becomes the `seq` column
 //! the PostgreSQL schemas add for it. Quoted text is left alone.
+//!
+//! One rule for statement authors: PostgreSQL types a parameter where it first meets it, and
+//! `?N IS NULL` alone tells it nothing, so an optional filter is written with the typed use
+//! first: `(col = ?1 OR ?1 IS NULL)`, not `(?1 IS NULL OR col = ?1)`.
 
 /// The statement in PostgreSQL's dialect.
 pub fn to_postgres(sql: &str) -> String {

@@ -40,6 +40,9 @@ pub enum StoreError {
     #[error("session database {path}: {detail}")]
     Sqlite { path: PathBuf, detail: String },
 
+    #[error("session store at {server}: {detail}")]
+    Remote { server: String, detail: String },
+
     #[error("no session matches `{0}` (see `hermes sessions list`)")]
     SessionNotFound(String),
 

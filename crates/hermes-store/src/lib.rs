@@ -16,6 +16,11 @@
 //! - [`import_python`]: the Python Hermes's `state.db` (only ever read) copied into the store.
 //! - [`health`]: a read-only look at either database (sessions, last activity, `quick_check`).
 //!
+//! With `store.backend: postgres` the same store is a schema on a PostgreSQL server
+//! ([`StoreLocation::Postgres`], [`Store::open_postgres`]): the statements run through
+//! hermes-sql's connection (translated to PostgreSQL), search uses a `tsvector` with a GIN
+//! index in place of FTS5, and hits come back in the same shape.
+//!
 //! The schema is our own (the Python Hermes keeps `state.db`), so both programs can share a home
 //! without touching each other's database.
 
@@ -24,6 +29,7 @@ pub mod export;
 pub mod health;
 pub mod import;
 mod lineage;
+mod location;
 mod messages;
 mod schema;
 mod search;
@@ -37,6 +43,7 @@ mod writer;
 pub use error::StoreError;
 pub use import::{ImportReport, import_python};
 pub use lineage::{BRANCHED, SessionPage};
+pub use location::StoreLocation;
 pub use messages::{INTERRUPTED, MessageMeta, StoredMessage};
 pub use schema::LATEST_VERSION;
 pub use search::{MessageWindow, SearchHit, SearchQuery, fts_query};
