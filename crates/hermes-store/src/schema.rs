@@ -36,7 +36,9 @@ const V2: &str = "ALTER TABLE messages ADD COLUMN active INTEGER NOT NULL DEFAUL
 /// The same tables in PostgreSQL (created when missing, under the caller's write lock):
 /// integers are `BIGINT`, times `DOUBLE PRECISION`, and instead of the FTS5 table and its
 /// triggers a generated `tsvector` of the same text (content, tool name, tool calls) with a GIN
-/// index; rows still streaming are left out by the search itself.
+/// index; rows still streaming are left out by the search itself. Punctuation is turned into
+/// spaces first, so words split as FTS5's `unicode61` splits them (`/etc/nginx.conf` is
+/// `etc nginx conf`, not one path token).
 pub fn postgres_schema() -> String {
     let tables = V1.split("CREATE VIRTUAL TABLE").next().unwrap_or(V1);
     let mut sql = format!("{tables}\n{V2}")
@@ -52,8 +54,8 @@ pub fn postgres_schema() -> String {
         .replace(" REAL", " DOUBLE PRECISION");
     sql.push_str(
         "\nALTER TABLE messages ADD COLUMN IF NOT EXISTS search_body tsvector GENERATED ALWAYS AS \
-         (to_tsvector('simple', content || ' ' || COALESCE(tool_name, '') || ' ' || \
-         COALESCE(tool_calls, ''))) STORED;\n\
+         (to_tsvector('simple', regexp_replace(content || ' ' || COALESCE(tool_name, '') || ' ' || \
+         COALESCE(tool_calls, ''), '[^[:alnum:]]+', ' ', 'g'))) STORED;\n\
          CREATE INDEX IF NOT EXISTS messages_search ON messages USING GIN (search_body);\n",
     );
     sql

@@ -9,8 +9,9 @@
 //! Ranking is BM25, bounded so a search stays in milliseconds over 100,000 messages: only the
 //! newest 1,000 matches are ranked, and a query with an exact phrase lists matches newest first.
 //!
-//! On PostgreSQL the same query becomes a `tsquery` ([`Compiled::tsquery`]: each term quoted,
-//! so PostgreSQL's parser splits it as it split the text; `AND`/`OR`/`NOT` as `&`/`|`/`& !`,
+//! On PostgreSQL the same query becomes a `tsquery` (`Compiled::tsquery`: each term quoted,
+//! its punctuation spaces as in the index, so `my-app.config` is the phrase `my app config`;
+//! `AND`/`OR`/`NOT` as `&`/`|`/`& !`,
 //! `prefix*` as `:*`), matched against the messages' generated `tsvector` (GIN index), ranked
 //! with `ts_rank` and marked with `ts_headline`: the hits come back in the same shape.
 
@@ -182,15 +183,15 @@ fn push_operator(out: &mut Vec<String>, ts: &mut Vec<String>, op: Option<&str>) 
     );
 }
 
-/// A quoted tsquery operand: PostgreSQL's parser splits the text inside as it splits the
-/// messages (several words become a phrase). Quotes and backslashes, the only characters
-/// that could end the operand, are dropped.
+/// A quoted tsquery operand: punctuation becomes spaces as in the indexed text (so quotes
+/// and backslashes, which could end the operand, never reach it), and several words become a
+/// phrase.
 fn ts_operand(text: &str) -> String {
-    let clean: String = text
-        .chars()
-        .map(|c| if c == '\'' || c == '\\' { ' ' } else { c })
+    let words: Vec<&str> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
         .collect();
-    format!("'{}'", clean.trim())
+    format!("'{}'", words.join(" "))
 }
 
 /// `ts_headline`'s options: the caller's marks, about as many words as an FTS5 snippet.
@@ -507,6 +508,7 @@ mod tests {
         );
         assert_eq!(ts("python NOT java").as_deref(), Some("'python' & ! 'java'"));
         assert_eq!(ts("it's a\\b").as_deref(), Some("'it s' & 'a b'"));
+        assert_eq!(ts("nginx.conf").as_deref(), Some("'nginx conf'"));
         assert_eq!(ts("OR hello AND").as_deref(), Some("'hello'"));
     }
 
