@@ -1,8 +1,8 @@
-//! `hermes store migrate --to postgres|sqlite`: copies the session history and every kanban
-//! board from one store to the other (SQLite files in the home, or the PostgreSQL server of
-//! `HERMES_STORE_URL`), whichever `store.backend` currently says; rows the target already has
-//! are left alone, so a second run copies nothing. Counts are printed per table and checked
-//! after the copy (the target must hold at least every source row).
+//! `hermes store migrate --to postgres|sqlite`: copies the home's session history (`-p` picks
+//! a profile's) and every kanban board from one store to the other (SQLite files in the home,
+//! or the PostgreSQL server of `HERMES_STORE_URL`), whatever `store.backend` currently says;
+//! what the target already has is left alone, so a second run copies nothing. Counts are
+//! printed per table and checked after the copy (the target must hold every source row).
 
 use std::process::ExitCode;
 
@@ -10,6 +10,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use hermes_config::{STORE_URL_VAR, StoreTarget, StoreUrl};
 use hermes_kanban::{Board, BoardPaths, ProcessEnv};
 use hermes_sql::copy::TableCopy;
+use hermes_store::StoreLocation;
 use serde_json::json;
 
 use crate::args::CommonArgs;
@@ -49,6 +50,8 @@ struct Part {
 pub async fn run(top: &CommonArgs, args: &StoreArgs) -> Result<ExitCode, CliError> {
     let StoreAction::Migrate { to, json } = &args.action;
     let (home, _config, env) = crate::session::load_home(top)?;
+    let sessions_file = StoreLocation::File(home.join(hermes_store::DB_FILE_NAME));
+    let sessions_schema = StoreLocation::postgres_schema(home.profile_name().as_deref());
     let root = hermes_kanban::kanban_root(home.root());
     // The kanban root's .env counts too: the board is shared from there.
     let root_env = hermes_config::Environment::load(&root.join(".env"))
@@ -62,13 +65,18 @@ pub async fn run(top: &CommonArgs, args: &StoreArgs) -> Result<ExitCode, CliErro
             ))
         })?;
     let pg = StoreTarget::Postgres(StoreUrl::new(url.clone()));
-    let (source, target) = match to {
-        Backend::Postgres => (StoreTarget::Sqlite, pg),
-        Backend::Sqlite => (pg, StoreTarget::Sqlite),
+    let sessions_pg = StoreLocation::Postgres {
+        url: url.clone(),
+        schema: sessions_schema,
+    };
+    let (source, target, sessions) = match to {
+        Backend::Postgres => (StoreTarget::Sqlite, pg, (sessions_file, sessions_pg)),
+        Backend::Sqlite => (pg, StoreTarget::Sqlite, (sessions_pg, sessions_file)),
     };
     let to_name = target.name();
     let shown = hermes_sql::redact_url(&url);
-    let (parts, boards) = tokio::task::spawn_blocking(move || copy_all(&root, &source, &target))
+    let (parts, boards) =
+        tokio::task::spawn_blocking(move || copy_all(&root, &sessions, &source, &target))
         .await
         .map_err(|e| CliError::runtime(e.to_string()))??;
     if *json {
@@ -113,10 +121,31 @@ pub async fn run(top: &CommonArgs, args: &StoreArgs) -> Result<ExitCode, CliErro
 
 fn copy_all(
     root: &std::path::Path,
+    sessions: &(StoreLocation, StoreLocation),
     source: &StoreTarget,
     target: &StoreTarget,
 ) -> Result<(Vec<Part>, usize), CliError> {
-    let mut parts = Vec::new();
+    let store_err = |e: hermes_store::StoreError| CliError::runtime(e.to_string());
+    let from = sessions.0.open().map_err(store_err)?;
+    let mut to = sessions.1.open().map_err(store_err)?;
+    let h = hermes_store::migrate::copy_history(&from, &mut to).map_err(store_err)?;
+    let mut parts = vec![Part {
+        name: "sessions".into(),
+        tables: vec![
+            TableCopy {
+                table: "sessions".into(),
+                source_rows: h.source_sessions,
+                copied: h.copied_sessions,
+                target_rows: h.target_sessions,
+            },
+            TableCopy {
+                table: "messages".into(),
+                source_rows: h.source_messages,
+                copied: h.copied_messages,
+                target_rows: h.target_messages,
+            },
+        ],
+    }];
     let slugs = hermes_kanban::paths::list_boards(root);
     for slug in &slugs {
         let base = BoardPaths::resolve(root, Some(slug), &ProcessEnv)?;

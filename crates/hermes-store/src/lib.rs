@@ -14,6 +14,7 @@
 //!   [`SessionWriter`]: a session's handle on it.
 //! - Exports: JSON records ([`export`]) and ShareGPT trajectories ([`sharegpt`]).
 //! - [`import_python`]: the Python Hermes's `state.db` (only ever read) copied into the store.
+//! - [`migrate`]: the history copied to the other backend (`hermes store migrate`).
 //! - [`health`]: a read-only look at either database (sessions, last activity, `quick_check`).
 //!
 //! With `store.backend: postgres` the same store is a schema on a PostgreSQL server
@@ -31,6 +32,7 @@ pub mod import;
 mod lineage;
 mod location;
 mod messages;
+pub mod migrate;
 mod schema;
 mod search;
 mod sessions;

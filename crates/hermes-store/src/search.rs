@@ -302,7 +302,8 @@ impl Store {
     }
 
     /// [`Store::find`] on PostgreSQL: the tsquery against the generated `tsvector`, final
-    /// rows only, best `ts_rank` first (newest first with an exact phrase).
+    /// rows only, best `ts_rank` first (length-normalised, ties oldest first, as FTS5 lists
+    /// equal BM25 scores; newest first with an exact phrase).
     fn find_postgres(
         &self,
         q: &SearchQuery<'_>,
@@ -317,7 +318,8 @@ impl Store {
         let order = if compiled.has_phrase {
             "m.id DESC"
         } else {
-            "ts_rank(m.search_body, q) DESC, m.id DESC"
+            // Normalised by the log of the length, like BM25 shorter matches rank higher.
+            "ts_rank(m.search_body, q, 1) DESC, m.id"
         };
         self.read_rows(
             &format!(
