@@ -92,6 +92,53 @@ fn a_session_one_machine_records_is_found_from_another() {
 }
 
 #[test]
+fn doctor_checks_the_server_and_masks_the_password() {
+    let Some(pg) = server_or_skip() else { return };
+    let url = pg.create_database("team").unwrap();
+    pg.psql("team", "ALTER USER postgres PASSWORD 's3cret'").unwrap();
+    let server = echo_server();
+    let good = home(&server, &url.replace("postgres@", "postgres:s3cret@"), true);
+    let o = run(&good, &["doctor", "--offline"]);
+    let text = stdout(&o);
+    let line = text.lines().find(|l| l.contains(" store ")).unwrap_or_default();
+    assert!(
+        line.starts_with(&format!(
+            "✓ store        postgres at postgres://postgres:***@127.0.0.1:{}/team: PostgreSQL 1",
+            pg.port
+        )),
+        "{text}"
+    );
+    assert!(line.ends_with(", 0 sessions"), "{line}");
+    assert!(!text.contains("s3cret"), "{text}");
+
+    // A server that does not answer is a problem with the fix.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let down = home(
+        &server,
+        &format!("postgres://bob:hunter2@127.0.0.1:{port}/x?connect_timeout=2"),
+        true,
+    );
+    let o = run(&down, &["doctor", "--offline"]);
+    assert!(!o.status.success());
+    let text = stdout(&o);
+    assert!(
+        text.contains(&format!("✗ store        session store at postgres://bob:***@127.0.0.1:{port}/x")),
+        "{text}"
+    );
+    assert!(text.contains("fix: check HERMES_STORE_URL"), "{text}");
+    assert!(!text.contains("hunter2") && !stderr(&o).contains("hunter2"));
+
+    // postgres without a URL: the message names the variable.
+    let none = TestHome::new();
+    none.write_config(&format!("{}store:\n  backend: postgres\n", mock_config_yaml(&server)));
+    let o = run(&none, &["sessions", "list"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("`store.backend: postgres` needs the connection URL in HERMES_STORE_URL"), "{}", stderr(&o));
+}
+
+#[test]
 fn store_migrate_round_trips_a_sqlite_home() {
     let Some(pg) = server_or_skip() else { return };
     let url = pg.create_database("team").unwrap();

@@ -93,7 +93,7 @@ pub async fn doctor(common: &CommonArgs, args: &DoctorArgs) -> Result<ExitCode, 
     }
     checks.push(sessions_check(&loaded.home));
     if usable {
-        checks.push(store::store_check(&loaded.config, &loaded.env).await);
+        checks.extend(store::store_check(&loaded.home, &loaded.config, &loaded.env).await);
     }
     checks.push(cron::cron_check(&loaded.home, &loaded.config, &loaded.env));
     checks.extend(memory_checks(&loaded));
