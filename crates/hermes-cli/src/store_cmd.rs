@@ -77,8 +77,8 @@ pub async fn run(top: &CommonArgs, args: &StoreArgs) -> Result<ExitCode, CliErro
     let shown = hermes_sql::redact_url(&url);
     let (parts, boards) =
         tokio::task::spawn_blocking(move || copy_all(&root, &sessions, &source, &target))
-        .await
-        .map_err(|e| CliError::runtime(e.to_string()))??;
+            .await
+            .map_err(|e| CliError::runtime(e.to_string()))??;
     if *json {
         let body: Vec<_> = parts
             .iter()

@@ -118,12 +118,19 @@ fn two_dispatchers_on_one_board_never_run_a_task_twice() {
     for home in [&a, &b] {
         let o = run(
             home,
-            &["kanban", "create", "first", "--assignee", "worker", "--json"],
+            &[
+                "kanban",
+                "create",
+                "first",
+                "--assignee",
+                "worker",
+                "--json",
+            ],
         );
         assert!(o.status.success(), "{}", stderr(&o));
     }
-    let board = Board::open(BoardPaths::resolve(&a.hermes_home(), None, &ProcessEnv).unwrap())
-        .unwrap();
+    let board =
+        Board::open(BoardPaths::resolve(&a.hermes_home(), None, &ProcessEnv).unwrap()).unwrap();
     for i in 2..tasks {
         let mut t = NewTask::titled(format!("task {i}"));
         t.assignee = Some("worker".into());
@@ -138,8 +145,11 @@ fn two_dispatchers_on_one_board_never_run_a_task_twice() {
     assert_eq!(ids.len(), tasks);
     drop(board);
     assert_eq!(
-        pg.psql("team", "SELECT COUNT(*) FROM kanban.tasks WHERE status = 'ready'")
-            .unwrap(),
+        pg.psql(
+            "team",
+            "SELECT COUNT(*) FROM kanban.tasks WHERE status = 'ready'"
+        )
+        .unwrap(),
         tasks.to_string()
     );
 
@@ -148,7 +158,10 @@ fn two_dispatchers_on_one_board_never_run_a_task_twice() {
     let deadline = Instant::now() + Duration::from_secs(600);
     loop {
         let done: usize = pg
-            .psql("team", "SELECT COUNT(*) FROM kanban.tasks WHERE status = 'done'")
+            .psql(
+                "team",
+                "SELECT COUNT(*) FROM kanban.tasks WHERE status = 'done'",
+            )
             .unwrap()
             .parse()
             .unwrap();
@@ -165,7 +178,8 @@ fn two_dispatchers_on_one_board_never_run_a_task_twice() {
             let log = [&a, &b]
                 .iter()
                 .filter_map(|h| {
-                    std::fs::read_to_string(h.hermes_home().join(format!("kanban/logs/{id}.log"))).ok()
+                    std::fs::read_to_string(h.hermes_home().join(format!("kanban/logs/{id}.log")))
+                        .ok()
                 })
                 .collect::<Vec<_>>()
                 .join("\n");
@@ -174,8 +188,11 @@ fn two_dispatchers_on_one_board_never_run_a_task_twice() {
         assert!(
             Instant::now() < deadline,
             "only {done} of {tasks} tasks done; board: {}",
-            pg.psql("team", "SELECT status, COUNT(*) FROM kanban.tasks GROUP BY status")
-                .unwrap()
+            pg.psql(
+                "team",
+                "SELECT status, COUNT(*) FROM kanban.tasks GROUP BY status"
+            )
+            .unwrap()
         );
         std::thread::sleep(Duration::from_millis(250));
     }
@@ -192,7 +209,10 @@ fn two_dispatchers_on_one_board_never_run_a_task_twice() {
     let runs: Vec<&str> = runs.lines().collect();
     assert_eq!(runs.len(), tasks, "{ea}\n{eb}");
     for r in &runs {
-        assert!(r.ends_with("|1|completed|completed"), "a task ran twice or failed: {r}");
+        assert!(
+            r.ends_with("|1|completed|completed"),
+            "a task ran twice or failed: {r}"
+        );
     }
     let claimers = pg
         .psql(
@@ -209,7 +229,11 @@ fn two_dispatchers_on_one_board_never_run_a_task_twice() {
     }
     assert_eq!(seen.len(), tasks);
     for id in &ids {
-        assert_eq!(seen.get(id.as_str()), Some(&1), "task {id} side effect count");
+        assert_eq!(
+            seen.get(id.as_str()),
+            Some(&1),
+            "task {id} side effect count"
+        );
     }
     eprintln!(
         "{tasks} tasks on two dispatchers in {:.1}s",

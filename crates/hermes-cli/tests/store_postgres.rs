@@ -42,7 +42,12 @@ fn home(server: &MockServer, url: &str, postgres: bool) -> TestHome {
 
 fn ok(home: &TestHome, args: &[&str]) -> String {
     let o = run(home, args);
-    assert!(o.status.success(), "hermes {args:?}: {}{}", stdout(&o), stderr(&o));
+    assert!(
+        o.status.success(),
+        "hermes {args:?}: {}{}",
+        stdout(&o),
+        stderr(&o)
+    );
     stdout(&o)
 }
 
@@ -68,7 +73,10 @@ fn a_session_one_machine_records_is_found_from_another() {
     let url = pg.create_database("team").unwrap();
     let server = echo_server();
     let (a, b) = (home(&server, &url, true), home(&server, &url, true));
-    assert_eq!(ok(&a, &["-z", "the aurora borealis"]), "About the aurora borealis: it is a fine subject.\n");
+    assert_eq!(
+        ok(&a, &["-z", "the aurora borealis"]),
+        "About the aurora borealis: it is a fine subject.\n"
+    );
 
     let listed: Value = serde_json::from_str(&ok(&b, &["sessions", "list", "--json"])).unwrap();
     let sessions = listed.as_array().unwrap();
@@ -79,14 +87,24 @@ fn a_session_one_machine_records_is_found_from_another() {
     let lines: Vec<&str> = found.lines().collect();
     assert_eq!(lines.len(), 4, "{found}");
     assert!(lines[0].starts_with(&format!("{id} · ")), "{found}");
-    assert!(lines[1].contains("] user: the >>>aurora<<< borealis"), "{found}");
-    assert!(lines[3].contains("] assistant: About the >>>aurora<<< borealis"), "{found}");
+    assert!(
+        lines[1].contains("] user: the >>>aurora<<< borealis"),
+        "{found}"
+    );
+    assert!(
+        lines[3].contains("] assistant: About the >>>aurora<<< borealis"),
+        "{found}"
+    );
     let shown = ok(&b, &["sessions", "show", &id]);
-    assert!(shown.contains("About the aurora borealis: it is a fine subject."), "{shown}");
+    assert!(
+        shown.contains("About the aurora borealis: it is a fine subject."),
+        "{shown}"
+    );
     // Nothing went to the local file of the home that recorded it.
     assert!(!a.hermes_home().join("sessions.db").exists());
     assert_eq!(
-        pg.psql("team", "SELECT COUNT(*) FROM sessions.messages").unwrap(),
+        pg.psql("team", "SELECT COUNT(*) FROM sessions.messages")
+            .unwrap(),
         "2"
     );
 }
@@ -95,12 +113,16 @@ fn a_session_one_machine_records_is_found_from_another() {
 fn doctor_checks_the_server_and_masks_the_password() {
     let Some(pg) = server_or_skip() else { return };
     let url = pg.create_database("team").unwrap();
-    pg.psql("team", "ALTER USER postgres PASSWORD 's3cret'").unwrap();
+    pg.psql("team", "ALTER USER postgres PASSWORD 's3cret'")
+        .unwrap();
     let server = echo_server();
     let good = home(&server, &url.replace("postgres@", "postgres:s3cret@"), true);
     let o = run(&good, &["doctor", "--offline"]);
     let text = stdout(&o);
-    let line = text.lines().find(|l| l.contains(" store ")).unwrap_or_default();
+    let line = text
+        .lines()
+        .find(|l| l.contains(" store "))
+        .unwrap_or_default();
     assert!(
         line.starts_with(&format!(
             "✓ store        postgres at postgres://postgres:***@127.0.0.1:{}/team: PostgreSQL 1",
@@ -124,7 +146,9 @@ fn doctor_checks_the_server_and_masks_the_password() {
     assert!(!o.status.success());
     let text = stdout(&o);
     assert!(
-        text.contains(&format!("✗ store        session store at postgres://bob:***@127.0.0.1:{port}/x")),
+        text.contains(&format!(
+            "✗ store        session store at postgres://bob:***@127.0.0.1:{port}/x"
+        )),
         "{text}"
     );
     assert!(text.contains("fix: check HERMES_STORE_URL"), "{text}");
@@ -132,10 +156,18 @@ fn doctor_checks_the_server_and_masks_the_password() {
 
     // postgres without a URL: the message names the variable.
     let none = TestHome::new();
-    none.write_config(&format!("{}store:\n  backend: postgres\n", mock_config_yaml(&server)));
+    none.write_config(&format!(
+        "{}store:\n  backend: postgres\n",
+        mock_config_yaml(&server)
+    ));
     let o = run(&none, &["sessions", "list"]);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("`store.backend: postgres` needs the connection URL in HERMES_STORE_URL"), "{}", stderr(&o));
+    assert!(
+        stderr(&o)
+            .contains("`store.backend: postgres` needs the connection URL in HERMES_STORE_URL"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -147,15 +179,21 @@ fn store_migrate_round_trips_a_sqlite_home() {
     for q in ["volcanic soils", "tidal energy", "volcanic glass"] {
         ok(&local, &["-z", q]);
     }
-    ok(&local, &["kanban", "create", "Survey the volcano", "--json"]);
+    ok(
+        &local,
+        &["kanban", "create", "Survey the volcano", "--json"],
+    );
     let export = ok(&local, &["sessions", "export"]);
     assert_eq!(export.lines().count(), 3);
     let search = ok(&local, &["sessions", "search", "volcanic"]);
     assert_eq!(search.lines().count(), 8, "{search}");
 
     // To PostgreSQL: counts, then a second run that copies nothing.
-    let first: Value =
-        serde_json::from_str(&ok(&local, &["store", "migrate", "--to", "postgres", "--json"])).unwrap();
+    let first: Value = serde_json::from_str(&ok(
+        &local,
+        &["store", "migrate", "--to", "postgres", "--json"],
+    ))
+    .unwrap();
     let table = |report: &Value, part: &str, table: &str| -> Value {
         report["parts"]
             .as_array()
@@ -170,15 +208,41 @@ fn store_migrate_round_trips_a_sqlite_home() {
             .unwrap()
             .clone()
     };
-    assert_eq!(table(&first, "sessions", "sessions")["copied"], 3, "{first}");
-    assert_eq!(table(&first, "sessions", "messages")["copied"], 6, "{first}");
-    assert_eq!(table(&first, "kanban board default", "tasks")["copied"], 1, "{first}");
+    assert_eq!(
+        table(&first, "sessions", "sessions")["copied"],
+        3,
+        "{first}"
+    );
+    assert_eq!(
+        table(&first, "sessions", "messages")["copied"],
+        6,
+        "{first}"
+    );
+    assert_eq!(
+        table(&first, "kanban board default", "tasks")["copied"],
+        1,
+        "{first}"
+    );
     assert_eq!(first["verified"], true);
-    let again: Value =
-        serde_json::from_str(&ok(&local, &["store", "migrate", "--to", "postgres", "--json"])).unwrap();
-    assert_eq!(table(&again, "sessions", "messages")["copied"], 0, "{again}");
-    assert_eq!(table(&again, "sessions", "messages")["target_rows"], 6, "{again}");
-    assert_eq!(table(&again, "kanban board default", "task_events")["copied"], 0);
+    let again: Value = serde_json::from_str(&ok(
+        &local,
+        &["store", "migrate", "--to", "postgres", "--json"],
+    ))
+    .unwrap();
+    assert_eq!(
+        table(&again, "sessions", "messages")["copied"],
+        0,
+        "{again}"
+    );
+    assert_eq!(
+        table(&again, "sessions", "messages")["target_rows"],
+        6,
+        "{again}"
+    );
+    assert_eq!(
+        table(&again, "kanban board default", "task_events")["copied"],
+        0
+    );
 
     // A home on PostgreSQL sees the same history and the same hits.
     let shared = home(&server, &url, true);

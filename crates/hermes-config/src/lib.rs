@@ -20,8 +20,8 @@ pub use env::{Environment, set_dotenv_var};
 pub use error::ConfigError;
 pub use fsutil::atomic_write;
 pub use home::{ACTIVE_PROFILE_FILE, HermesHome, active_profile};
-pub use store::{STORE_URL_VAR, StoreTarget, StoreUrl, store_backend_name, store_target};
 pub use settings::{AgentSettings, Config, DEFAULT_TOOLSETS, ModelSettings, TerminalSettings};
+pub use store::{STORE_URL_VAR, StoreTarget, StoreUrl, store_backend_name, store_target};
 
 /// Loads everything a run needs from a home: `.env` into an [`Environment`] overlay, then
 /// `config.yaml` with `${VAR}` substituted from that environment.

@@ -52,7 +52,10 @@ pub fn store_backend_name(config: &Config) -> Result<String, ConfigError> {
         None | Some(serde_json::Value::Null) => "sqlite".to_string(),
         Some(serde_json::Value::String(s)) => s.trim().to_lowercase(),
         Some(other) => {
-            return Err(invalid(config, format!("expected `sqlite` or `postgres`, found {other}")));
+            return Err(invalid(
+                config,
+                format!("expected `sqlite` or `postgres`, found {other}"),
+            ));
         }
     };
     match name.as_str() {
@@ -97,14 +100,21 @@ mod tests {
     use std::path::Path;
 
     fn config(text: &str) -> Config {
-        Config::from_yaml(Path::new("c.yaml"), text, &Environment::isolated::<&str, &str>([]))
-            .unwrap()
+        Config::from_yaml(
+            Path::new("c.yaml"),
+            text,
+            &Environment::isolated::<&str, &str>([]),
+        )
+        .unwrap()
     }
 
     #[test]
     fn sqlite_by_default() {
         let env = Environment::isolated::<&str, &str>([]);
-        assert_eq!(store_target(&config(""), &env).unwrap(), StoreTarget::Sqlite);
+        assert_eq!(
+            store_target(&config(""), &env).unwrap(),
+            StoreTarget::Sqlite
+        );
     }
 
     #[test]
@@ -114,7 +124,10 @@ mod tests {
         assert!(e.to_string().contains("HERMES_STORE_URL"), "{e}");
         let env = Environment::isolated([(STORE_URL_VAR, "postgres://u:pw@h/db")]);
         let t = store_target(&c, &env).unwrap();
-        assert_eq!(t, StoreTarget::Postgres(StoreUrl::new("postgres://u:pw@h/db")));
+        assert_eq!(
+            t,
+            StoreTarget::Postgres(StoreUrl::new("postgres://u:pw@h/db"))
+        );
         assert!(!format!("{t:?}").contains("pw"));
     }
 

@@ -14,7 +14,7 @@
 use std::sync::{Arc, Mutex};
 
 use hermes_protocol::Role;
-use hermes_store::{SearchQuery, Store, StoreError, StoredMessage, time, StoreLocation};
+use hermes_store::{SearchQuery, Store, StoreError, StoreLocation, StoredMessage, time};
 use hermes_tools::output::truncate_middle;
 use hermes_tools::{Access, Tool, ToolContext, ToolError, ToolResult};
 use serde_json::{Value, json};

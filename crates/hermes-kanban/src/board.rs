@@ -643,10 +643,7 @@ pub(crate) fn rows_to<T>(
     rows: Vec<hermes_sql::Row>,
     f: impl Fn(&hermes_sql::Row) -> std::result::Result<T, hermes_sql::SqlError>,
 ) -> Result<Vec<T>> {
-    Ok(rows
-        .iter()
-        .map(f)
-        .collect::<std::result::Result<_, _>>()?)
+    Ok(rows.iter().map(f).collect::<std::result::Result<_, _>>()?)
 }
 
 /// `t_` and 8 hex digits, as Python.

@@ -722,9 +722,11 @@ fn sticky_block(c: &Db, id: &str) -> Result<bool> {
 }
 
 pub(crate) fn current_run(c: &Db, id: &str) -> Result<Option<i64>> {
-    Ok(c
-        .query_value::<Option<i64>>("SELECT current_run_id FROM tasks WHERE id = ?", &params![id])?
-        .flatten())
+    Ok(c.query_value::<Option<i64>>(
+        "SELECT current_run_id FROM tasks WHERE id = ?",
+        &params![id],
+    )?
+    .flatten())
 }
 
 /// Closes the task's current run and clears the pointer; the run's id, if there was one.
@@ -754,7 +756,10 @@ fn end_run(
             run
         ],
     )?;
-    c.execute("UPDATE tasks SET current_run_id = NULL WHERE id = ?", &params![id])?;
+    c.execute(
+        "UPDATE tasks SET current_run_id = NULL WHERE id = ?",
+        &params![id],
+    )?;
     Ok(Some(run))
 }
 

@@ -215,9 +215,7 @@ impl Task {
             idempotency_key: r.get("idempotency_key")?,
             claim_lock: r.get("claim_lock")?,
             claim_expires: r.get("claim_expires")?,
-            consecutive_failures: r
-                .get::<Option<i64>>("consecutive_failures")?
-                .unwrap_or(0),
+            consecutive_failures: r.get::<Option<i64>>("consecutive_failures")?.unwrap_or(0),
             worker_pid: r.get("worker_pid")?,
             last_failure_error: r.get("last_failure_error")?,
             max_runtime_seconds: r.get("max_runtime_seconds")?,

@@ -62,8 +62,14 @@ fn a_task_lives_its_whole_life_on_postgres() {
     let run = b.get(&a).unwrap().current_run_id;
     b.comment(&a, "alice", "looks good").unwrap();
     assert_eq!(b.comments(&a).unwrap().len(), 1);
-    b.attach_bytes(&a, "notes.txt", b"hello", Some("text/plain"), Some("worker"))
-        .unwrap();
+    b.attach_bytes(
+        &a,
+        "notes.txt",
+        b"hello",
+        Some("text/plain"),
+        Some("worker"),
+    )
+    .unwrap();
     assert_eq!(b.attachments(&a).unwrap()[0].size, 5);
     b.subscribe(&a, "telegram", "42", None, None).unwrap();
     assert!(
@@ -84,7 +90,10 @@ fn a_task_lives_its_whole_life_on_postgres() {
     let subs = b.subscriptions(Some(&a)).unwrap();
     assert_eq!(subs.len(), 1);
     let heard = b.take_notifications(&subs[0]).unwrap();
-    assert_eq!(heard.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(), ["completed"]);
+    assert_eq!(
+        heard.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(),
+        ["completed"]
+    );
     assert!(b.subscriptions(None).unwrap().is_empty());
 
     // Blocks, the loop breaker, unblock.
@@ -93,7 +102,11 @@ fn a_task_lives_its_whole_life_on_postgres() {
         .block(&c, Some("which format?"), Some(BlockKind::NeedsInput), None)
         .unwrap();
     assert_eq!(out, Some(BlockOutcome::Blocked));
-    assert_eq!(b.recompute_ready(None).unwrap(), 0, "a worker's block is sticky");
+    assert_eq!(
+        b.recompute_ready(None).unwrap(),
+        0,
+        "a worker's block is sticky"
+    );
     assert!(b.unblock(&c).unwrap());
     assert_eq!(b.get(&c).unwrap().status, "ready");
 
@@ -109,7 +122,12 @@ fn a_task_lives_its_whole_life_on_postgres() {
     b.claim(&c, "elsewhere:9", -1).unwrap().unwrap();
     assert_eq!(b.release_stale_claims(&|_| false).unwrap(), vec![c.clone()]);
     assert_eq!(b.get(&c).unwrap().status, "ready");
-    let kinds: Vec<String> = b.events(&c, 0).unwrap().into_iter().map(|e| e.kind).collect();
+    let kinds: Vec<String> = b
+        .events(&c, 0)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
     assert!(kinds.contains(&"reclaimed".to_string()), "{kinds:?}");
 
     // Links and cycles.
@@ -120,7 +138,12 @@ fn a_task_lives_its_whole_life_on_postgres() {
     assert!(b.unlink(&c, &d).unwrap());
     assert_eq!(b.get(&d).unwrap().status, "ready");
     assert!(b.archive(&d).unwrap());
-    assert!(b.stats().unwrap().iter().any(|(s, n)| s == "done" && *n == 1));
+    assert!(
+        b.stats()
+            .unwrap()
+            .iter()
+            .any(|(s, n)| s == "done" && *n == 1)
+    );
     assert_eq!(b.runs(&c).unwrap().len(), 3);
 }
 
@@ -134,8 +157,12 @@ fn racing_claimers_get_each_task_once() {
     let barrier = Arc::new(Barrier::new(claimers));
     let handles: Vec<_> = (0..claimers)
         .map(|n| {
-            let (ids, url, dir, barrier) =
-                (ids.clone(), url.clone(), dir.path().to_path_buf(), barrier.clone());
+            let (ids, url, dir, barrier) = (
+                ids.clone(),
+                url.clone(),
+                dir.path().to_path_buf(),
+                barrier.clone(),
+            );
             std::thread::spawn(move || {
                 let b = open(&dir, &url);
                 barrier.wait();

@@ -55,7 +55,9 @@ pub enum SqlError {
     },
     #[error("no column {0} in the result")]
     NoColumn(String),
-    #[error("PostgreSQL support is not in this build: rebuild with `--features hermes-cli/postgres`")]
+    #[error(
+        "PostgreSQL support is not in this build: rebuild with `--features hermes-cli/postgres`"
+    )]
     NotBuilt,
 }
 
@@ -74,7 +76,9 @@ enum Inner {
 
 impl std::fmt::Debug for Db {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Db").field("dialect", &self.dialect()).finish()
+        f.debug_struct("Db")
+            .field("dialect", &self.dialect())
+            .finish()
     }
 }
 
@@ -189,7 +193,11 @@ impl Db {
     }
 
     /// The first column of the first row, if there is a row.
-    pub fn query_value<T: value::FromValue>(&self, sql: &str, params: &[Value]) -> Result<Option<T>> {
+    pub fn query_value<T: value::FromValue>(
+        &self,
+        sql: &str,
+        params: &[Value],
+    ) -> Result<Option<T>> {
         self.query_row(sql, params)?.map(|r| r.get(0)).transpose()
     }
 

@@ -31,30 +31,42 @@ fn statements_values_and_transactions() {
     )
     .unwrap();
     let id = db
-        .write(|d| d.insert("INSERT INTO t (name, n, x) VALUES (?, ?, ?)", &params!["a", 1, 0.5]))
+        .write(|d| {
+            d.insert(
+                "INSERT INTO t (name, n, x) VALUES (?, ?, ?)",
+                &params!["a", 1, 0.5],
+            )
+        })
         .unwrap();
     assert_eq!(id, 1);
     let none: Option<String> = None;
     db.execute("INSERT INTO t (name, n) VALUES (?, ?)", &params![none, 2])
         .unwrap();
     assert_eq!(
-        db.execute("UPDATE t SET n = 3 WHERE name IS ? AND n = ?", &params![none, 2])
-            .unwrap(),
+        db.execute(
+            "UPDATE t SET n = 3 WHERE name IS ? AND n = ?",
+            &params![none, 2]
+        )
+        .unwrap(),
         1
     );
     for _ in 0..2 {
-        db.execute("INSERT OR IGNORE INTO l (a, b) VALUES (?, ?)", &params!["p", "q"])
-            .unwrap();
-    }
-    let rows = db
-        .query("SELECT * FROM t ORDER BY rowid", &[])
+        db.execute(
+            "INSERT OR IGNORE INTO l (a, b) VALUES (?, ?)",
+            &params!["p", "q"],
+        )
         .unwrap();
+    }
+    let rows = db.query("SELECT * FROM t ORDER BY rowid", &[]).unwrap();
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[0].get::<String>("name").unwrap(), "a");
     assert_eq!(rows[0].get::<f64>("x").unwrap(), 0.5);
     assert_eq!(rows[1].get::<Option<String>>("name").unwrap(), None);
     assert_eq!(rows[1].get::<i64>("n").unwrap(), 3);
-    let count = db.query_row("SELECT COUNT(*) FROM l", &[]).unwrap().unwrap();
+    let count = db
+        .query_row("SELECT COUNT(*) FROM l", &[])
+        .unwrap()
+        .unwrap();
     assert_eq!(count.get::<i64>(0).unwrap(), 1);
     // A failed transaction leaves nothing behind.
     let r: Result<(), SqlError> = db.write(|d| {
@@ -92,6 +104,9 @@ fn unreachable_server_is_a_clear_error_without_the_password() {
     let e = Db::postgres("postgres://bob:s3cret@127.0.0.1:1/x?connect_timeout=2", "s")
         .unwrap_err()
         .to_string();
-    assert!(e.contains("cannot connect to PostgreSQL at postgres://bob:***@127.0.0.1:1/x"), "{e}");
+    assert!(
+        e.contains("cannot connect to PostgreSQL at postgres://bob:***@127.0.0.1:1/x"),
+        "{e}"
+    );
     assert!(!e.contains("s3cret"), "{e}");
 }

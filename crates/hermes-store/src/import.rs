@@ -645,7 +645,10 @@ fn insert_session(
 ) -> hermes_sql::Result<Option<Option<String>>> {
     let exists = |id: &str| -> hermes_sql::Result<bool> {
         Ok(tx
-            .query_row("SELECT 1 FROM sessions WHERE id = ?1", &hermes_sql::params![id])?
+            .query_row(
+                "SELECT 1 FROM sessions WHERE id = ?1",
+                &hermes_sql::params![id],
+            )?
             .is_some())
     };
     if exists(&s.id)? {
@@ -697,20 +700,23 @@ fn insert_session(
          tool_name, reasoning, reasoning_details, finish_reason, timestamp, token_count, partial, \
          active) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 0, ?12)";
     for m in messages {
-        tx.execute(insert, &hermes_sql::params![
-            s.id,
-            m.role,
-            m.content,
-            encode_tool_calls(&m.tool_calls),
-            m.tool_call_id,
-            m.tool_name,
-            m.reasoning,
-            m.reasoning_details,
-            m.finish_reason,
-            m.timestamp,
-            m.token_count,
-            m.active as i64,
-        ])?;
+        tx.execute(
+            insert,
+            &hermes_sql::params![
+                s.id,
+                m.role,
+                m.content,
+                encode_tool_calls(&m.tool_calls),
+                m.tool_call_id,
+                m.tool_name,
+                m.reasoning,
+                m.reasoning_details,
+                m.finish_reason,
+                m.timestamp,
+                m.token_count,
+                m.active as i64,
+            ],
+        )?;
     }
     Ok(Some(if retitled { title } else { None }))
 }
@@ -730,7 +736,10 @@ fn free_title(
     };
     let taken = |t: &str| -> hermes_sql::Result<bool> {
         Ok(tx
-            .query_row("SELECT 1 FROM sessions WHERE title = ?1", &hermes_sql::params![t])?
+            .query_row(
+                "SELECT 1 FROM sessions WHERE title = ?1",
+                &hermes_sql::params![t],
+            )?
             .is_some())
     };
     if !taken(&base)? {

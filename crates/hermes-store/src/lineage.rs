@@ -85,8 +85,12 @@ impl Store {
 
     /// Removes the title of a session (`false`: no such session).
     pub fn clear_title(&mut self, id: &str) -> Result<bool, StoreError> {
-        let changed =
-            self.write(|tx| tx.execute("UPDATE sessions SET title = NULL WHERE id = ?1", &params![id]))?;
+        let changed = self.write(|tx| {
+            tx.execute(
+                "UPDATE sessions SET title = NULL WHERE id = ?1",
+                &params![id],
+            )
+        })?;
         Ok(changed > 0)
     }
 

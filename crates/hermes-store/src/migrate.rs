@@ -54,9 +54,8 @@ pub fn copy_history(from: &Store, to: &mut Store) -> Result<HistoryCopy, StoreEr
             let Some(Value::Text(id)) = session.first().cloned() else {
                 continue;
             };
-            let messages = from.read_rows(&select_messages, &params![id], |r| {
-                Ok(r.values().to_vec())
-            })?;
+            let messages =
+                from.read_rows(&select_messages, &params![id], |r| Ok(r.values().to_vec()))?;
             let copied = to.write(|tx| {
                 if tx
                     .query_row("SELECT 1 FROM sessions WHERE id = ?", &params![id])?

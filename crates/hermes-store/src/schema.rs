@@ -203,7 +203,9 @@ mod tests {
     #[test]
     fn the_postgres_schema_has_no_sqlite_only_parts() {
         let sql = postgres_schema();
-        assert!(!sql.contains("fts5") && !sql.contains("TRIGGER") && !sql.contains("AUTOINCREMENT"));
+        assert!(
+            !sql.contains("fts5") && !sql.contains("TRIGGER") && !sql.contains("AUTOINCREMENT")
+        );
         assert!(sql.contains("CREATE TABLE IF NOT EXISTS messages"));
         assert!(sql.contains("started_at         DOUBLE PRECISION NOT NULL"));
         assert!(sql.contains("USING GIN (search_body)"));

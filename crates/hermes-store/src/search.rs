@@ -143,7 +143,11 @@ fn compile(raw: &str) -> Option<Compiled> {
             Item::Term { text, prefix } => {
                 push_operator(&mut out, &mut ts, pending_op.take());
                 out.push(format!("\"{text}\"{}", if prefix { "*" } else { "" }));
-                ts.push(format!("{}{}", ts_operand(&text), if prefix { ":*" } else { "" }));
+                ts.push(format!(
+                    "{}{}",
+                    ts_operand(&text),
+                    if prefix { ":*" } else { "" }
+                ));
             }
             Item::Phrase(p) => {
                 push_operator(&mut out, &mut ts, pending_op.take());
@@ -437,9 +441,7 @@ impl Store {
         let outside = |cmp: &str, edge: i64| -> Result<usize, StoreError> {
             let n: i64 = self
                 .read_row(
-                    &format!(
-                        "SELECT count(*) FROM messages WHERE session_id = ?1 AND id {cmp} ?2"
-                    ),
+                    &format!("SELECT count(*) FROM messages WHERE session_id = ?1 AND id {cmp} ?2"),
                     &params![session_id, edge],
                     |r| r.get(0),
                 )?
@@ -471,7 +473,8 @@ impl Store {
                  AND role IN ('user', 'assistant') AND content != '' AND partial = 0 \
                  ORDER BY id {order} LIMIT ?3"
             );
-            let rows = self.read_rows(&sql, &params![session_id, edge, n as i64], stored_message)?;
+            let rows =
+                self.read_rows(&sql, &params![session_id, edge, n as i64], stored_message)?;
             Ok::<_, StoreError>(rows.into_iter().flatten().collect::<Vec<_>>())
         };
         let start = select("<", "ASC", first)?;
@@ -503,12 +506,18 @@ mod tests {
     #[test]
     fn queries_become_tsqueries() {
         let ts = |q: &str| compile(q).map(|c| c.tsquery);
-        assert_eq!(ts("docker networking").as_deref(), Some("'docker' & 'networking'"));
+        assert_eq!(
+            ts("docker networking").as_deref(),
+            Some("'docker' & 'networking'")
+        );
         assert_eq!(
             ts("\"exact phrase\" deploy* OR kube").as_deref(),
             Some("'exact phrase' & 'deploy':* | 'kube'")
         );
-        assert_eq!(ts("python NOT java").as_deref(), Some("'python' & ! 'java'"));
+        assert_eq!(
+            ts("python NOT java").as_deref(),
+            Some("'python' & ! 'java'")
+        );
         assert_eq!(ts("it's a\\b").as_deref(), Some("'it s' & 'a b'"));
         assert_eq!(ts("nginx.conf").as_deref(), Some("'nginx conf'"));
         assert_eq!(ts("OR hello AND").as_deref(), Some("'hello'"));

@@ -402,7 +402,10 @@ impl Store {
                  (SELECT id FROM sessions WHERE updated_at < ?1)",
                 &params![cutoff],
             )?;
-            tx.execute("DELETE FROM sessions WHERE updated_at < ?1", &params![cutoff])?;
+            tx.execute(
+                "DELETE FROM sessions WHERE updated_at < ?1",
+                &params![cutoff],
+            )?;
             Ok(ids)
         })
     }

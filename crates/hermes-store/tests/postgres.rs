@@ -39,7 +39,11 @@ fn the_store_contract_holds_on_postgres() {
     store.create_session(&session("20260101_a")).unwrap();
     let meta = MessageMeta::default();
     store
-        .append_message("20260101_a", &Message::user("how do I configure nginx reverse proxies?"), &meta)
+        .append_message(
+            "20260101_a",
+            &Message::user("how do I configure nginx reverse proxies?"),
+            &meta,
+        )
         .unwrap();
     let call = ToolCall {
         id: "c1".into(),
@@ -53,9 +57,14 @@ fn the_store_contract_holds_on_postgres() {
             &meta,
         )
         .unwrap();
-    let partial = store.start_partial("20260101_a", "the upstream block").unwrap();
+    let partial = store
+        .start_partial("20260101_a", "the upstream block")
+        .unwrap();
     let q = SearchQuery::new("upstream");
-    assert!(store.search(&q).unwrap().is_empty(), "partial rows stay out of search");
+    assert!(
+        store.search(&q).unwrap().is_empty(),
+        "partial rows stay out of search"
+    );
     store
         .finish_partial(
             "20260101_a",
@@ -68,9 +77,16 @@ fn the_store_contract_holds_on_postgres() {
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].session_id, "20260101_a");
     assert_eq!(hits[0].role, "assistant");
-    assert!(hits[0].snippet.contains(">>>upstream<<<"), "{}", hits[0].snippet);
+    assert!(
+        hits[0].snippet.contains(">>>upstream<<<"),
+        "{}",
+        hits[0].snippet
+    );
     // Tool calls are searchable, prefixes and operators work.
-    assert_eq!(store.search(&SearchQuery::new("nginx.conf")).unwrap().len(), 1);
+    assert_eq!(
+        store.search(&SearchQuery::new("nginx.conf")).unwrap().len(),
+        1
+    );
     assert_eq!(store.search(&SearchQuery::new("confi*")).unwrap().len(), 2);
     assert_eq!(
         store
@@ -90,7 +106,10 @@ fn the_store_contract_holds_on_postgres() {
     assert_eq!(record.tool_call_count, 1);
     let listed = store.list_sessions(10, None).unwrap();
     assert_eq!(listed.len(), 1);
-    assert_eq!(listed[0].preview, "how do I configure nginx reverse proxies?");
+    assert_eq!(
+        listed[0].preview,
+        "how do I configure nginx reverse proxies?"
+    );
     assert_eq!(store.set_title("20260101_a", "Nginx").unwrap(), "Nginx");
     assert_eq!(store.resolve_session("Nginx").unwrap().id, "20260101_a");
 
@@ -98,7 +117,14 @@ fn the_store_contract_holds_on_postgres() {
     let mut fork = session("20260101_b");
     fork.parent_session_id = Some("20260101_a".into());
     assert_eq!(store.fork_session(&fork).unwrap(), Some(3));
-    assert_eq!(store.session("20260101_b").unwrap().unwrap().tool_call_count, 1);
+    assert_eq!(
+        store
+            .session("20260101_b")
+            .unwrap()
+            .unwrap()
+            .tool_call_count,
+        1
+    );
     assert_eq!(store.truncate_messages("20260101_b", 1).unwrap(), 2);
     let b = store.session("20260101_b").unwrap().unwrap();
     assert_eq!((b.message_count, b.tool_call_count), (1, 0));

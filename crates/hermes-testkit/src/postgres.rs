@@ -80,7 +80,8 @@ impl Postgres {
             ));
         }
         let port = free_port()?;
-        let log = std::fs::File::create(dir.path().join("postgres.log")).map_err(|e| e.to_string())?;
+        let log =
+            std::fs::File::create(dir.path().join("postgres.log")).map_err(|e| e.to_string())?;
         let log2 = log.try_clone().map_err(|e| e.to_string())?;
         let child = as_pg(as_root, &bin.join("postgres"))
             .arg("-D")
@@ -144,7 +145,14 @@ impl Postgres {
     /// Runs SQL with `psql` (unaligned, tuples only) and returns its output.
     pub fn psql(&self, db: &str, sql: &str) -> Result<String, String> {
         let out = Command::new(self.bin.join("psql"))
-            .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", "postgres"])
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                "postgres",
+            ])
             .args(["-d", db, "-v", "ON_ERROR_STOP=1", "-Atc", sql])
             .output()
             .map_err(|e| format!("psql: {e}"))?;

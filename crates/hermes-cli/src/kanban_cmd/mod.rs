@@ -28,9 +28,7 @@ impl From<KanbanError> for CliError {
             | KanbanError::Io { .. }
             | KanbanError::Open { .. }
             | KanbanError::OpenRemote { .. }
-            | KanbanError::MigrationShort { .. } => {
-                CliError::runtime(e.to_string())
-            }
+            | KanbanError::MigrationShort { .. } => CliError::runtime(e.to_string()),
             _ => CliError::config(e.to_string()),
         }
     }
