@@ -554,7 +554,7 @@ mod tests {
         let follower = ctx.clone();
         ctx.session.set("b");
         assert_eq!(follower.session.id(), "b");
-        let tool = SessionSearchTool::new("x.db".into());
+        let tool = SessionSearchTool::new(std::path::PathBuf::from("x.db"));
         assert_eq!(tool.access(&json!({}), &ctx), Access::Read(Vec::new()));
     }
 }

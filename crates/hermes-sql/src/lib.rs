@@ -21,11 +21,12 @@ mod pg;
 pub use rusqlite;
 pub use value::{FromValue, Row, ToValue, Value};
 
-/// Builds the parameter list of a statement, like `rusqlite::params!`.
+/// Builds the parameter list of a statement (an array of [`Value`]s), like
+/// `rusqlite::params!`.
 #[macro_export]
 macro_rules! params {
-    () => { ::std::vec::Vec::<$crate::Value>::new() };
-    ($($x:expr),+ $(,)?) => { vec![$($crate::ToValue::to_value(&$x)),+] };
+    () => { [] as [$crate::Value; 0] };
+    ($($x:expr),+ $(,)?) => { [$($crate::ToValue::to_value(&$x)),+] };
 }
 
 /// Which server a [`Db`] talks to.
@@ -166,11 +167,8 @@ impl Db {
         match &self.inner {
             Inner::Sqlite(c) => {
                 let mut stmt = c.prepare_cached(sql)?;
-                let columns: std::sync::Arc<[String]> = stmt
-                    .column_names()
-                    .into_iter()
-                    .map(str::to_string)
-                    .collect();
+                let columns: std::sync::Arc<[String]> =
+                    stmt.column_names().map(str::to_string).collect();
                 let mut rows = stmt.query(rusqlite::params_from_iter(params.iter()))?;
                 let mut out = Vec::new();
                 while let Some(r) = rows.next()? {

@@ -2,6 +2,7 @@
 //! values both ways, and a connection used from inside a tokio runtime (where the synchronous
 //! client alone would panic).
 #![cfg(feature = "postgres")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use hermes_sql::{Db, Dialect, SqlError, params};
 use hermes_testkit::postgres::Postgres;

@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use hermes_protocol::{Message, Role, ToolCall};
-use hermes_store::{MessageMeta, NewSession, SearchQuery, Store, StoreLocation};
+use hermes_store::{MessageMeta, NewSession, SearchQuery, StoreLocation};
 use hermes_testkit::postgres::Postgres;
 
 fn session(id: &str) -> NewSession {
