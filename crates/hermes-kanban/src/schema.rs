@@ -201,6 +201,9 @@ pub fn apply(db: &Db) -> Result<()> {
             db.batch(LATER_INDEXES)?;
         }
         Dialect::Postgres => {
+            if postgres_current(db)? {
+                return Ok(());
+            }
             // Under the board's write lock: two processes creating the tables at once would
             // otherwise collide in PostgreSQL's catalogue.
             db.write(|d| -> Result<()> {
@@ -216,6 +219,27 @@ pub fn apply(db: &Db) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether the board's schema already has every table and column (one catalogue read, so
+/// the DDL and its lock are skipped on every open but the first).
+fn postgres_current(db: &Db) -> Result<bool> {
+    let rows = db.query(
+        "SELECT table_name::text, column_name::text FROM information_schema.columns \
+         WHERE table_schema = current_schema()",
+        &[],
+    )?;
+    let mut have = std::collections::HashSet::new();
+    for r in &rows {
+        have.insert((r.get::<String>(0)?, r.get::<String>(1)?));
+    }
+    let tables_ok = TABLES
+        .iter()
+        .all(|t| have.iter().any(|(table, _)| table == t));
+    let columns_ok = ADDED_COLUMNS
+        .iter()
+        .all(|(t, c, _)| have.contains(&(t.to_string(), c.to_string())));
+    Ok(tables_ok && columns_ok)
 }
 
 /// SQLite's DDL in PostgreSQL's types.

@@ -339,6 +339,15 @@ mod tests {
         assert_eq!(redact_url("postgres://db/h"), "postgres://db/h");
     }
 
+    #[cfg(not(feature = "postgres"))]
+    #[test]
+    fn postgres_names_the_feature_when_not_built() {
+        let e = Db::postgres("postgres://u@h/db", "s")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--features hermes-cli/postgres"), "{e}");
+    }
+
     #[test]
     fn sqlite_round_trip() {
         let db = Db::sqlite(rusqlite::Connection::open_in_memory().unwrap());

@@ -122,10 +122,19 @@ impl Store {
             path: label.clone(),
             options: StoreOptions::default(),
         };
-        store
+        // The DDL (and the lock it takes) only when the schema is not complete yet.
+        let current = store
             .db
-            .write(|d| d.batch(&schema::postgres_schema()))
-            .map_err(remote)?;
+            .columns("messages")
+            .map_err(remote)?
+            .iter()
+            .any(|c| c == "search_body");
+        if !current {
+            store
+                .db
+                .write(|d| d.batch(&schema::postgres_schema()))
+                .map_err(remote)?;
+        }
         Ok(store)
     }
 
