@@ -79,6 +79,8 @@ pub enum Command {
     Kanban(crate::kanban_cmd::KanbanArgs),
     /// A local web UI: sessions, usage, the kanban board, skills, cron, memory, config.
     Dashboard(crate::dashboard_cmd::DashboardArgs),
+    /// Where sessions and kanban boards are kept: `migrate --to postgres|sqlite` copies them.
+    Store(crate::store_cmd::StoreArgs),
 }
 
 #[derive(Debug, Args)]

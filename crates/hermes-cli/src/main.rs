@@ -36,6 +36,7 @@ mod sessions_cmd;
 mod setup_cmd;
 mod skills_cmd;
 mod status_cmd;
+mod store_cmd;
 mod tools_cmd;
 mod tui;
 
@@ -135,6 +136,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         (None, Some(Command::Skills(skills))) => {
             runtime.block_on(skills_cmd::run(&cli.common, skills))
         }
+        (None, Some(Command::Store(store))) => runtime.block_on(store_cmd::run(&cli.common, store)),
         (None, Some(Command::Kanban(kanban))) => {
             runtime.block_on(kanban_cmd::run(&cli.common, kanban))
         }

@@ -134,7 +134,10 @@ pub fn run(common: &CommonArgs, args: &SessionsArgs) -> Result<ExitCode, CliErro
     let profile = args.profile.as_deref().or(common.profile.as_deref());
     let home = HermesHome::resolve(profile).map_err(|e| CliError::config(e.to_string()))?;
     home.ensure().map_err(|e| CliError::config(e.to_string()))?;
-    let mut store = Store::open(home.join(hermes_store::DB_FILE_NAME)).map_err(store_error)?;
+    let (config, env) = hermes_config::load(&home).map_err(|e| CliError::config(e.to_string()))?;
+    let location = hermes_runtime::store_location(&home, &config, &env)
+        .map_err(|e| CliError::config(e.to_string()))?;
+    let mut store = location.open().map_err(store_error)?;
     let mut out = std::io::stdout().lock();
     match &args.action {
         SessionsAction::Compress { .. } => {

@@ -12,6 +12,7 @@ mod error;
 mod fsutil;
 mod home;
 mod settings;
+mod store;
 mod yaml;
 
 pub use edit::add_to_list;
@@ -20,6 +21,7 @@ pub use error::ConfigError;
 pub use fsutil::atomic_write;
 pub use home::{ACTIVE_PROFILE_FILE, HermesHome, active_profile};
 pub use settings::{AgentSettings, Config, DEFAULT_TOOLSETS, ModelSettings, TerminalSettings};
+pub use store::{STORE_URL_VAR, StoreTarget, StoreUrl, store_backend_name, store_target};
 
 /// Loads everything a run needs from a home: `.env` into an [`Environment`] overlay, then
 /// `config.yaml` with `${VAR}` substituted from that environment.

@@ -11,11 +11,10 @@
 //! It only reads, so it runs in parallel with other reads. The database connection is opened
 //! on first use, on tokio's blocking pool.
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use hermes_protocol::Role;
-use hermes_store::{SearchQuery, Store, StoreError, StoredMessage, time};
+use hermes_store::{SearchQuery, Store, StoreError, StoreLocation, StoredMessage, time};
 use hermes_tools::output::truncate_middle;
 use hermes_tools::{Access, Tool, ToolContext, ToolError, ToolResult};
 use serde_json::{Value, json};
@@ -38,13 +37,14 @@ const MAX_MESSAGE_CHARS: usize = 1_500;
 /// process: the session a call comes from (left out of searches) is read from its
 /// [`ToolContext`].
 pub struct SessionSearchTool {
-    db_path: PathBuf,
+    db_path: StoreLocation,
     store: Arc<Mutex<Option<Store>>>,
 }
 
 impl SessionSearchTool {
     /// Searches the session database at `db_path` (`$HERMES_HOME/sessions.db`).
-    pub fn new(db_path: PathBuf) -> SessionSearchTool {
+    pub fn new(db_path: impl Into<StoreLocation>) -> SessionSearchTool {
+        let db_path = db_path.into();
         SessionSearchTool {
             db_path,
             store: Arc::new(Mutex::new(None)),
@@ -170,7 +170,7 @@ impl Tool for SessionSearchTool {
                 .lock()
                 .map_err(|_| ToolError::new("the session database is unavailable"))?;
             if slot.is_none() {
-                *slot = Some(Store::open(&path).map_err(store_error)?);
+                *slot = Some(path.open().map_err(store_error)?);
             }
             let Some(store) = slot.as_ref() else {
                 return Err(ToolError::new("the session database is unavailable"));
@@ -554,7 +554,7 @@ mod tests {
         let follower = ctx.clone();
         ctx.session.set("b");
         assert_eq!(follower.session.id(), "b");
-        let tool = SessionSearchTool::new("x.db".into());
+        let tool = SessionSearchTool::new(std::path::PathBuf::from("x.db"));
         assert_eq!(tool.access(&json!({}), &ctx), Access::Read(Vec::new()));
     }
 }

@@ -8,7 +8,9 @@ use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use hermes_config::StoreTarget;
+use hermes_sql::{Db, params};
+use rusqlite::Connection;
 use serde_json::{Value, json};
 
 use crate::error::{KanbanError, Result};
@@ -23,7 +25,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// An open board.
 pub struct Board {
-    pub(crate) conn: Connection,
+    pub(crate) db: Db,
     paths: BoardPaths,
 }
 
@@ -81,8 +83,18 @@ pub struct ListFilter {
 }
 
 impl Board {
-    /// Opens (creating if needed) the board's database.
+    /// Opens (creating if needed) the board's database: its SQLite file, or its schema on
+    /// the PostgreSQL server `store.backend: postgres` names.
     pub fn open(paths: BoardPaths) -> Result<Board> {
+        if let StoreTarget::Postgres(url) = &paths.backend {
+            let open_err = |source| KanbanError::OpenRemote {
+                board: paths.slug.clone(),
+                source,
+            };
+            let db = Db::postgres(url.expose(), &paths.pg_schema()).map_err(open_err)?;
+            crate::schema::apply(&db)?;
+            return Ok(Board { db, paths });
+        }
         if let Some(dir) = paths.db.parent() {
             std::fs::create_dir_all(dir).map_err(|e| KanbanError::io(dir, e))?;
         }
@@ -97,27 +109,24 @@ impl Board {
             "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;",
         )
         .map_err(open_err)?;
-        crate::schema::apply(&conn)?;
-        Ok(Board { conn, paths })
+        let db = Db::sqlite(conn);
+        crate::schema::apply(&db)?;
+        Ok(Board { db, paths })
     }
 
     pub fn paths(&self) -> &BoardPaths {
         &self.paths
     }
 
-    /// Runs `f` in a `BEGIN IMMEDIATE` transaction, committed when it succeeds.
-    pub(crate) fn write<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        self.conn.execute_batch("BEGIN IMMEDIATE")?;
-        match f(&self.conn) {
-            Ok(v) => {
-                self.conn.execute_batch("COMMIT")?;
-                Ok(v)
-            }
-            Err(e) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
-                Err(e)
-            }
-        }
+    /// The connection (for `store migrate`, which copies the tables as they are).
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    /// Runs `f` in a write transaction (`BEGIN IMMEDIATE`; on PostgreSQL the board's advisory
+    /// lock), committed when it succeeds.
+    pub(crate) fn write<T>(&self, f: impl FnOnce(&Db) -> Result<T>) -> Result<T> {
+        self.db.write(f)
     }
 
     /// Creates a task; `ready` without parents (or with all done), `todo` otherwise, `triage`
@@ -129,15 +138,11 @@ impl Board {
         }
         let assignee = new.assignee.as_deref().map(canonical_profile).transpose()?;
         if let Some(key) = new.idempotency_key.as_deref().filter(|k| !k.is_empty()) {
-            let existing: Option<String> = self
-                .conn
-                .query_row(
-                    "SELECT id FROM tasks WHERE idempotency_key = ? AND status != 'archived' \
-                     ORDER BY created_at DESC LIMIT 1",
-                    [key],
-                    |r| r.get(0),
-                )
-                .optional()?;
+            let existing: Option<String> = self.db.query_value(
+                "SELECT id FROM tasks WHERE idempotency_key = ? AND status != 'archived' \
+                 ORDER BY created_at DESC LIMIT 1",
+                &params![key],
+            )?;
             if let Some(id) = existing {
                 return Ok(id);
             }
@@ -164,12 +169,9 @@ impl Board {
             };
             let id = loop {
                 let candidate = new_task_id();
-                let taken: bool = c
-                    .query_row("SELECT 1 FROM tasks WHERE id = ?", [&candidate], |_| {
-                        Ok(true)
-                    })
-                    .optional()?
-                    .unwrap_or(false);
+                let taken = c
+                    .query_row("SELECT 1 FROM tasks WHERE id = ?", &params![candidate])?
+                    .is_some();
                 if !taken {
                     break candidate;
                 }
@@ -179,7 +181,7 @@ impl Board {
                  created_at, workspace_kind, workspace_path, branch_name, tenant, \
                  idempotency_key, max_runtime_seconds, skills, max_retries, goal_mode, session_id) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 0, ?17)",
-                params![
+                &params![
                     id,
                     title,
                     new.body,
@@ -202,7 +204,7 @@ impl Board {
             for p in &parents {
                 c.execute(
                     "INSERT OR IGNORE INTO task_links (parent_id, child_id) VALUES (?, ?)",
-                    params![p, id],
+                    &params![p, id],
                 )?;
             }
             append_event(
@@ -232,9 +234,10 @@ impl Board {
 
     pub fn find(&self, id: &str) -> Result<Option<Task>> {
         Ok(self
-            .conn
-            .query_row("SELECT * FROM tasks WHERE id = ?", [id], Task::from_row)
-            .optional()?)
+            .db
+            .query_row("SELECT * FROM tasks WHERE id = ?", &params![id])?
+            .map(|r| Task::from_row(&r))
+            .transpose()?)
     }
 
     /// Tasks by priority, then age (Python's order); archived ones only when asked.
@@ -260,23 +263,22 @@ impl Board {
         if let Some(n) = filter.limit {
             sql.push_str(&format!(" LIMIT {n}"));
         }
-        let mut stmt = self.conn.prepare(&sql)?;
-        let rows = stmt.query_map(rusqlite::params_from_iter(args.iter()), Task::from_row)?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        let args: Vec<hermes_sql::Value> = args.iter().map(hermes_sql::ToValue::to_value).collect();
+        rows_to(self.db.query(&sql, &args)?, Task::from_row)
     }
 
     /// Assigns (or with `None` unassigns) a task; a running task is not reassigned.
     pub fn assign(&self, id: &str, profile: Option<&str>) -> Result<()> {
         let profile = profile.map(canonical_profile).transpose()?;
         self.write(|c| {
-            let (status, lock, current): (String, Option<String>, Option<String>) = c
+            let row = c
                 .query_row(
                     "SELECT status, claim_lock, assignee FROM tasks WHERE id = ?",
-                    [id],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-                )
-                .optional()?
+                    &params![id],
+                )?
                 .ok_or_else(|| KanbanError::UnknownTask(id.to_string()))?;
+            let (status, lock, current): (String, Option<String>, Option<String>) =
+                (row.get(0)?, row.get(1)?, row.get(2)?);
             if lock.is_some() && status == "running" {
                 return Err(KanbanError::WrongState {
                     task: id.to_string(),
@@ -289,7 +291,7 @@ impl Board {
                 c.execute(
                     "UPDATE tasks SET assignee = ?, consecutive_failures = 0, \
                      last_failure_error = NULL WHERE id = ?",
-                    params![profile, id],
+                    &params![profile, id],
                 )?;
             }
             append_event(c, id, "assigned", Some(json!({"assignee": profile})), None)
@@ -314,16 +316,15 @@ impl Board {
             }
             c.execute(
                 "INSERT OR IGNORE INTO task_links (parent_id, child_id) VALUES (?, ?)",
-                params![parent, child],
+                &params![parent, child],
             )?;
-            let parent_status: String =
-                c.query_row("SELECT status FROM tasks WHERE id = ?", [parent], |r| {
-                    r.get(0)
-                })?;
+            let parent_status: String = c
+                .query_value("SELECT status FROM tasks WHERE id = ?", &params![parent])?
+                .ok_or_else(|| KanbanError::UnknownTask(parent.to_string()))?;
             if parent_status != "done" {
                 c.execute(
                     "UPDATE tasks SET status = 'todo' WHERE id = ? AND status = 'ready'",
-                    [child],
+                    &params![child],
                 )?;
             }
             append_event(
@@ -341,7 +342,7 @@ impl Board {
         let removed = self.write(|c| {
             let n = c.execute(
                 "DELETE FROM task_links WHERE parent_id = ? AND child_id = ?",
-                params![parent, child],
+                &params![parent, child],
             )?;
             if n > 0 {
                 append_event(
@@ -375,9 +376,7 @@ impl Board {
     }
 
     fn ids(&self, sql: &str, id: &str) -> Result<Vec<String>> {
-        let mut stmt = self.conn.prepare(sql)?;
-        let rows = stmt.query_map([id], |r| r.get(0))?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        rows_to(self.db.query(sql, &params![id])?, |r| r.get(0))
     }
 
     /// Appends a comment to the task's thread.
@@ -388,11 +387,10 @@ impl Board {
         }
         self.write(|c| {
             ensure_task(c, id)?;
-            c.execute(
+            let cid = c.insert(
                 "INSERT INTO task_comments (task_id, author, body, created_at) VALUES (?, ?, ?, ?)",
-                params![id, author, body, now()],
+                &params![id, author, body, now()],
             )?;
-            let cid = c.last_insert_rowid();
             append_event(
                 c,
                 id,
@@ -405,11 +403,12 @@ impl Board {
     }
 
     pub fn comments(&self, id: &str) -> Result<Vec<Comment>> {
-        let mut stmt = self.conn.prepare(
+        let rows = self.db.query(
             "SELECT id, task_id, author, body, created_at FROM task_comments \
              WHERE task_id = ? ORDER BY created_at, id",
+            &params![id],
         )?;
-        let rows = stmt.query_map([id], |r| {
+        rows_to(rows, |r| {
             Ok(Comment {
                 id: r.get(0)?,
                 task_id: r.get(1)?,
@@ -417,48 +416,43 @@ impl Board {
                 body: r.get(3)?,
                 created_at: r.get(4)?,
             })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
     }
 
     /// The task's events, oldest first, after event id `after` (0 for all).
     pub fn events(&self, id: &str, after: i64) -> Result<Vec<Event>> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT * FROM task_events WHERE task_id = ? AND id > ? ORDER BY id")?;
-        let rows = stmt.query_map(params![id, after], Event::from_row)?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        let rows = self.db.query(
+            "SELECT * FROM task_events WHERE task_id = ? AND id > ? ORDER BY id",
+            &params![id, after],
+        )?;
+        rows_to(rows, Event::from_row)
     }
 
     /// Every task's events after event id `after`, oldest first, at most `limit`.
     pub fn events_since(&self, after: i64, limit: usize) -> Result<Vec<Event>> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT * FROM task_events WHERE id > ? ORDER BY id LIMIT ?")?;
-        let rows = stmt.query_map(params![after, limit as i64], Event::from_row)?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        let rows = self.db.query(
+            "SELECT * FROM task_events WHERE id > ? ORDER BY id LIMIT ?",
+            &params![after, limit as i64],
+        )?;
+        rows_to(rows, Event::from_row)
     }
 
     /// The task's attempts, oldest first.
     pub fn runs(&self, id: &str) -> Result<Vec<Run>> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT * FROM task_runs WHERE task_id = ? ORDER BY started_at, id")?;
-        let rows = stmt.query_map([id], Run::from_row)?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        let rows = self.db.query(
+            "SELECT * FROM task_runs WHERE task_id = ? ORDER BY started_at, id",
+            &params![id],
+        )?;
+        rows_to(rows, Run::from_row)
     }
 
     /// The summary of the latest run that left one.
     pub fn latest_summary(&self, id: &str) -> Result<Option<String>> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT summary FROM task_runs WHERE task_id = ? AND summary IS NOT NULL \
-                 AND summary != '' ORDER BY id DESC LIMIT 1",
-                [id],
-                |r| r.get(0),
-            )
-            .optional()?)
+        Ok(self.db.query_value(
+            "SELECT summary FROM task_runs WHERE task_id = ? AND summary IS NOT NULL \
+             AND summary != '' ORDER BY id DESC LIMIT 1",
+            &params![id],
+        )?)
     }
 
     /// Stores `bytes` as a file of the task (a safe name, never overwriting) and records it.
@@ -476,7 +470,7 @@ impl Board {
                 max: ATTACHMENT_MAX_BYTES,
             });
         }
-        ensure_task(&self.conn, id)?;
+        ensure_task(&self.db, id)?;
         let dir = self.paths.attachments.join(id);
         std::fs::create_dir_all(&dir).map_err(|e| KanbanError::io(&dir, e))?;
         let safe = safe_file_name(name);
@@ -486,12 +480,11 @@ impl Board {
         let created = now();
         let aid =
             self.write(|c| {
-                c.execute(
+                let aid = c.insert(
                 "INSERT INTO task_attachments (task_id, filename, stored_path, content_type, size, \
                  uploaded_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                params![id, safe, stored, content_type, bytes.len() as i64, uploaded_by, created],
+                &params![id, safe, stored, content_type, bytes.len() as i64, uploaded_by, created],
             )?;
-                let aid = c.last_insert_rowid();
                 append_event(
                     c,
                     id,
@@ -535,10 +528,11 @@ impl Board {
     }
 
     pub fn attachments(&self, id: &str) -> Result<Vec<Attachment>> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT * FROM task_attachments WHERE task_id = ? ORDER BY created_at, id")?;
-        let rows = stmt.query_map([id], |r| {
+        let rows = self.db.query(
+            "SELECT * FROM task_attachments WHERE task_id = ? ORDER BY created_at, id",
+            &params![id],
+        )?;
+        rows_to(rows, |r| {
             Ok(Attachment {
                 id: r.get("id")?,
                 task_id: r.get("task_id")?,
@@ -549,17 +543,16 @@ impl Board {
                 uploaded_by: r.get("uploaded_by")?,
                 created_at: r.get("created_at")?,
             })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
     }
 
     /// Counts of tasks per status (archived left out).
     pub fn stats(&self) -> Result<Vec<(String, i64)>> {
-        let mut stmt = self.conn.prepare(
+        let rows = self.db.query(
             "SELECT status, COUNT(*) FROM tasks WHERE status != 'archived' GROUP BY status",
+            &[],
         )?;
-        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        rows_to(rows, |r| Ok((r.get(0)?, r.get(1)?)))
     }
 }
 
@@ -581,7 +574,7 @@ fn check_header(path: &Path) -> Result<()> {
 
 /// Records an event inside an open transaction.
 pub(crate) fn append_event(
-    c: &Connection,
+    c: &Db,
     task_id: &str,
     kind: &str,
     payload: Option<Value>,
@@ -590,21 +583,19 @@ pub(crate) fn append_event(
     let payload = payload.filter(|p| !p.is_null()).map(|p| p.to_string());
     c.execute(
         "INSERT INTO task_events (task_id, run_id, kind, payload, created_at) VALUES (?, ?, ?, ?, ?)",
-        params![task_id, run_id, kind, payload, now()],
+        &params![task_id, run_id, kind, payload, now()],
     )?;
     Ok(())
 }
 
-pub(crate) fn ensure_task(c: &Connection, id: &str) -> Result<()> {
-    let found: Option<i64> = c
-        .query_row("SELECT 1 FROM tasks WHERE id = ?", [id], |r| r.get(0))
-        .optional()?;
+pub(crate) fn ensure_task(c: &Db, id: &str) -> Result<()> {
+    let found = c.query_row("SELECT 1 FROM tasks WHERE id = ?", &params![id])?;
     found
         .map(|_| ())
         .ok_or_else(|| KanbanError::UnknownTask(id.to_string()))
 }
 
-fn missing_tasks(c: &Connection, ids: &[String]) -> Result<Vec<String>> {
+fn missing_tasks(c: &Db, ids: &[String]) -> Result<Vec<String>> {
     let mut missing = Vec::new();
     for id in ids {
         if ensure_task(c, id).is_err() {
@@ -614,11 +605,11 @@ fn missing_tasks(c: &Connection, ids: &[String]) -> Result<Vec<String>> {
     Ok(missing)
 }
 
-fn parents_all_done(c: &Connection, parents: &[String]) -> Result<bool> {
+fn parents_all_done(c: &Db, parents: &[String]) -> Result<bool> {
     for p in parents {
-        let status: String =
-            c.query_row("SELECT status FROM tasks WHERE id = ?", [p], |r| r.get(0))?;
-        if status != "done" {
+        let status: Option<String> =
+            c.query_value("SELECT status FROM tasks WHERE id = ?", &params![p])?;
+        if status.as_deref() != Some("done") {
             return Ok(false);
         }
     }
@@ -626,10 +617,9 @@ fn parents_all_done(c: &Connection, parents: &[String]) -> Result<bool> {
 }
 
 /// Whether `parent` is already below `child` (walking down from `child`).
-fn would_cycle(c: &Connection, parent: &str, child: &str) -> Result<bool> {
+fn would_cycle(c: &Db, parent: &str, child: &str) -> Result<bool> {
     let mut seen = std::collections::HashSet::new();
     let mut stack = vec![child.to_string()];
-    let mut stmt = c.prepare("SELECT child_id FROM task_links WHERE parent_id = ?")?;
     while let Some(node) = stack.pop() {
         if node == parent {
             return Ok(true);
@@ -637,12 +627,23 @@ fn would_cycle(c: &Connection, parent: &str, child: &str) -> Result<bool> {
         if !seen.insert(node.clone()) {
             continue;
         }
-        let kids = stmt.query_map([&node], |r| r.get::<_, String>(0))?;
+        let kids = c.query(
+            "SELECT child_id FROM task_links WHERE parent_id = ?",
+            &params![node],
+        )?;
         for k in kids {
-            stack.push(k?);
+            stack.push(k.get(0)?);
         }
     }
     Ok(false)
+}
+
+/// Every row read as `T`.
+pub(crate) fn rows_to<T>(
+    rows: Vec<hermes_sql::Row>,
+    f: impl Fn(&hermes_sql::Row) -> std::result::Result<T, hermes_sql::SqlError>,
+) -> Result<Vec<T>> {
+    Ok(rows.iter().map(f).collect::<std::result::Result<_, _>>()?)
 }
 
 /// `t_` and 8 hex digits, as Python.

@@ -228,7 +228,7 @@ impl Dispatcher {
                 let n = c.execute(
                     "UPDATE tasks SET status = 'ready', claim_lock = NULL, claim_expires = NULL, \
                      worker_pid = NULL WHERE id = ? AND status = 'running' AND claim_lock IS ?",
-                    rusqlite::params![task.id, task.claim_lock],
+                    &hermes_sql::params![task.id, task.claim_lock],
                 )?;
                 Ok(n == 1)
             })?;
@@ -347,7 +347,7 @@ impl Dispatcher {
         board.write(|c| {
             c.execute(
                 "UPDATE tasks SET workspace_path = ? WHERE id = ?",
-                rusqlite::params![dir.to_string_lossy(), task.id],
+                &hermes_sql::params![dir.to_string_lossy(), task.id],
             )?;
             Ok(())
         })?;

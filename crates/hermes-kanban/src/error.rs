@@ -14,7 +14,22 @@ pub enum KanbanError {
     )]
     NotADatabase { path: PathBuf },
     #[error("kanban database error: {0}")]
-    Sql(#[from] rusqlite::Error),
+    Sql(#[from] hermes_sql::SqlError),
+    #[error("cannot open the kanban board `{board}` in PostgreSQL: {source}")]
+    OpenRemote {
+        board: String,
+        source: hermes_sql::SqlError,
+    },
+    #[error(
+        "copying {table} left {target_rows} rows in the target for {source_rows} in the source"
+    )]
+    MigrationShort {
+        table: String,
+        source_rows: i64,
+        target_rows: i64,
+    },
+    #[error(transparent)]
+    Config(#[from] hermes_config::ConfigError),
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -61,6 +76,12 @@ pub enum KanbanError {
     NotOwnTask { own: String, other: String },
     #[error("the worker could not be started: {0}")]
     Spawn(String),
+}
+
+impl From<rusqlite::Error> for KanbanError {
+    fn from(e: rusqlite::Error) -> KanbanError {
+        KanbanError::Sql(e.into())
+    }
 }
 
 pub type Result<T, E = KanbanError> = std::result::Result<T, E>;

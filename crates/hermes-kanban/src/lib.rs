@@ -3,9 +3,11 @@
 //! ready task, and the `kanban_*` tools workers and orchestrators use.
 //!
 //! - [`paths`]: where a board lives (`<root>/kanban.db`, named boards, the dispatcher's pins);
-//! - [`schema`]: Python's tables, and the columns older boards lack;
+//! - [`schema`]: Python's tables, and the columns older boards lack (the same tables in
+//!   PostgreSQL when `store.backend: postgres`: one schema per board, on hermes-sql's `Db`);
 //! - [`board`]: opening a board, tasks, links, comments, events, runs, attachments;
 //!   [`attach_url`]: a file fetched from the web for `kanban_attach_url`;
+//! - [`migrate`]: a board copied to the other store (`hermes store migrate`);
 //! - [`lifecycle`]: claims, heartbeats, completion, typed blocks, reclaiming, failures;
 //! - [`dispatch`]: the dispatcher tick and the worker processes; [`workspace`]: their
 //!   working directories;
@@ -21,6 +23,7 @@ pub mod dispatch;
 pub mod error;
 pub mod heartbeat;
 pub mod lifecycle;
+pub mod migrate;
 pub mod model;
 pub mod notify;
 pub mod paths;

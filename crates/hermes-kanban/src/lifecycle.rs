@@ -4,7 +4,7 @@
 //! completion, typed blocks with the unblock-loop breaker, unblock, schedule, archive,
 //! reclaiming expired claims and recording failures with the circuit breaker.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use hermes_sql::{Db, Dialect, params};
 use serde_json::{Value, json};
 
 use crate::board::{Board, append_event, ensure_task};
@@ -94,20 +94,21 @@ impl Board {
     pub fn recompute_ready(&self, failure_limit: Option<i64>) -> Result<usize> {
         let limit = failure_limit.unwrap_or(DEFAULT_FAILURE_LIMIT);
         self.write(|c| {
-            let mut stmt = c.prepare(
-                "SELECT id, status, consecutive_failures, max_retries FROM tasks \
-                 WHERE status IN ('todo', 'blocked')",
-            )?;
-            let rows: Vec<(String, String, i64, Option<i64>)> = stmt
-                .query_map([], |r| {
+            let rows: Vec<(String, String, i64, Option<i64>)> = crate::board::rows_to(
+                c.query(
+                    "SELECT id, status, consecutive_failures, max_retries FROM tasks \
+                     WHERE status IN ('todo', 'blocked')",
+                    &[],
+                )?,
+                |r| {
                     Ok((
                         r.get(0)?,
                         r.get(1)?,
-                        r.get::<_, Option<i64>>(2)?.unwrap_or(0),
+                        r.get::<Option<i64>>(2)?.unwrap_or(0),
                         r.get(3)?,
                     ))
-                })?
-                .collect::<rusqlite::Result<_>>()?;
+                },
+            )?;
             let mut promoted = 0;
             for (id, status, failures, max_retries) in rows {
                 if status == "blocked"
@@ -120,7 +121,7 @@ impl Board {
                 }
                 let n = c.execute(
                     "UPDATE tasks SET status = 'ready' WHERE id = ? AND status = ?",
-                    params![id, status],
+                    &params![id, status],
                 )?;
                 if n == 1 {
                     append_event(c, &id, "promoted", None, None)?;
@@ -140,50 +141,61 @@ impl Board {
             if !parents_finished(c, id)? {
                 c.execute(
                     "UPDATE tasks SET status = 'todo' WHERE id = ? AND status = 'ready'",
-                    [id],
+                    &params![id],
                 )?;
                 append_event(c, id, "claim_rejected", Some(json!({"reason": "parents_not_done"})), None)?;
                 return Ok(false);
             }
-            let stale: Option<Option<i64>> = c
-                .query_row(
-                    "SELECT current_run_id FROM tasks WHERE id = ? AND status = 'ready'",
-                    [id],
-                    |r| r.get(0),
-                )
-                .optional()?;
+            // Across machines the row lock decides: a claimer that finds the task locked by
+            // another's claim moves on instead of queueing behind it (SQLite has one writer
+            // at a time already).
+            if c.dialect() == Dialect::Postgres
+                && c.query_row(
+                    "SELECT id FROM tasks WHERE id = ? AND status = 'ready' \
+                     AND claim_lock IS NULL FOR UPDATE SKIP LOCKED",
+                    &params![id],
+                )?
+                .is_none()
+            {
+                return Ok(false);
+            }
+            let stale: Option<Option<i64>> = c.query_value(
+                "SELECT current_run_id FROM tasks WHERE id = ? AND status = 'ready'",
+                &params![id],
+            )?;
             if let Some(Some(run)) = stale {
                 c.execute(
                     "UPDATE task_runs SET status = 'reclaimed', outcome = 'reclaimed', \
                      summary = COALESCE(summary, 'invariant recovery on re-claim'), ended_at = ?, \
                      claim_lock = NULL, claim_expires = NULL, worker_pid = NULL \
                      WHERE id = ? AND ended_at IS NULL",
-                    params![now, run],
+                    &params![now, run],
                 )?;
             }
             let n = c.execute(
                 "UPDATE tasks SET status = 'running', claim_lock = ?, claim_expires = ?, \
                  started_at = COALESCE(started_at, ?), last_heartbeat_at = ? \
                  WHERE id = ? AND status = 'ready' AND claim_lock IS NULL",
-                params![claimer, expires, now, now, id],
+                &params![claimer, expires, now, now, id],
             )?;
             if n != 1 {
                 return Ok(false);
             }
-            let (assignee, max_runtime, step): (Option<String>, Option<i64>, Option<String>) = c
+            let row = c
                 .query_row(
                     "SELECT assignee, max_runtime_seconds, current_step_key FROM tasks WHERE id = ?",
-                    [id],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-                )?;
-            c.execute(
+                    &params![id],
+                )?
+                .ok_or_else(|| KanbanError::UnknownTask(id.to_string()))?;
+            let (assignee, max_runtime, step): (Option<String>, Option<i64>, Option<String>) =
+                (row.get(0)?, row.get(1)?, row.get(2)?);
+            let run = c.insert(
                 "INSERT INTO task_runs (task_id, profile, step_key, status, claim_lock, \
                  claim_expires, max_runtime_seconds, started_at, last_heartbeat_at) \
                  VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?)",
-                params![id, assignee, step, claimer, expires, max_runtime, now, now],
+                &params![id, assignee, step, claimer, expires, max_runtime, now, now],
             )?;
-            let run = c.last_insert_rowid();
-            c.execute("UPDATE tasks SET current_run_id = ? WHERE id = ?", params![run, id])?;
+            c.execute("UPDATE tasks SET current_run_id = ? WHERE id = ?", &params![run, id])?;
             append_event(
                 c,
                 id,
@@ -204,7 +216,7 @@ impl Board {
             let n = c.execute(
                 "UPDATE tasks SET claim_expires = ?, last_heartbeat_at = ? \
                  WHERE id = ? AND status = 'running' AND claim_lock = ?",
-                params![expires, now, id, claimer],
+                &params![expires, now, id, claimer],
             )?;
             if n != 1 {
                 return Ok(false);
@@ -213,7 +225,7 @@ impl Board {
             if let Some(run) = run {
                 c.execute(
                     "UPDATE task_runs SET claim_expires = ?, last_heartbeat_at = ? WHERE id = ?",
-                    params![expires, now, run],
+                    &params![expires, now, run],
                 )?;
             }
             if let Some(note) = note.map(str::trim).filter(|n| !n.is_empty()) {
@@ -234,13 +246,13 @@ impl Board {
         self.write(|c| {
             c.execute(
                 "UPDATE tasks SET worker_pid = ? WHERE id = ?",
-                params![pid, id],
+                &params![pid, id],
             )?;
             let run = current_run(c, id)?;
             if let Some(run) = run {
                 c.execute(
                     "UPDATE task_runs SET worker_pid = ? WHERE id = ?",
-                    params![pid, run],
+                    &params![pid, run],
                 )?;
             }
             append_event(c, id, "spawned", Some(json!({"pid": pid})), run)
@@ -259,8 +271,8 @@ impl Board {
                  claim_expires = NULL, worker_pid = NULL, block_kind = NULL, block_recurrences = 0, \
                  consecutive_failures = 0, last_failure_error = NULL \
                  WHERE id = ? AND status IN ('running', 'ready', 'blocked') \
-                 AND (?4 IS NULL OR current_run_id = ?4)",
-                params![done.result, now, id, done.expected_run],
+                 AND (current_run_id = ?4 OR ?4 IS NULL)",
+                &params![done.result, now, id, done.expected_run],
             )?;
             if n != 1 {
                 return Ok(false);
@@ -301,21 +313,17 @@ impl Board {
     ) -> Result<Option<BlockOutcome>> {
         let kind_str = kind.map(BlockKind::as_str);
         self.write(|c| {
-            let Some((prev_kind, prev_rec)) = c
-                .query_row(
-                    "SELECT block_kind, block_recurrences FROM tasks WHERE id = ?",
-                    [id],
-                    |r| {
-                        Ok((
-                            r.get::<_, Option<String>>(0)?,
-                            r.get::<_, Option<i64>>(1)?.unwrap_or(0),
-                        ))
-                    },
-                )
-                .optional()?
+            let Some(row) = c.query_row(
+                "SELECT block_kind, block_recurrences FROM tasks WHERE id = ?",
+                &params![id],
+            )?
             else {
                 return Err(KanbanError::UnknownTask(id.to_string()));
             };
+            let (prev_kind, prev_rec) = (
+                row.get::<Option<String>>(0)?,
+                row.get::<Option<i64>>(1)?.unwrap_or(0),
+            );
             let (status, recurrences, event) = if kind == Some(BlockKind::Dependency) {
                 ("todo", prev_rec, "dependency_wait")
             } else {
@@ -334,8 +342,8 @@ impl Board {
                 "UPDATE tasks SET status = ?, claim_lock = NULL, claim_expires = NULL, \
                  worker_pid = NULL, block_kind = ?, block_recurrences = ? \
                  WHERE id = ? AND status IN ('running', 'ready') \
-                 AND (?5 IS NULL OR current_run_id = ?5)",
-                params![status, kind_str, recurrences, id, expected_run],
+                 AND (current_run_id = ?5 OR ?5 IS NULL)",
+                &params![status, kind_str, recurrences, id, expected_run],
             )?;
             if n != 1 {
                 return Ok(None);
@@ -366,35 +374,29 @@ impl Board {
         let now = now();
         self.write(|c| {
             ensure_task(c, id)?;
-            let stale: Option<Option<i64>> = c
-                .query_row(
-                    "SELECT current_run_id FROM tasks WHERE id = ? AND status IN ('blocked', 'scheduled')",
-                    [id],
-                    |r| r.get(0),
-                )
-                .optional()?;
+            let stale: Option<Option<i64>> = c.query_value(
+                "SELECT current_run_id FROM tasks WHERE id = ? AND status IN ('blocked', 'scheduled')",
+                &params![id],
+            )?;
             if let Some(Some(run)) = stale {
                 c.execute(
                     "UPDATE task_runs SET status = 'reclaimed', outcome = 'reclaimed', \
                      summary = COALESCE(summary, 'invariant recovery on unblock'), ended_at = ?, \
                      claim_lock = NULL, claim_expires = NULL, worker_pid = NULL \
                      WHERE id = ? AND ended_at IS NULL",
-                    params![now, run],
+                    &params![now, run],
                 )?;
             }
-            let undone: Option<i64> = c
-                .query_row(
-                    "SELECT 1 FROM task_links l JOIN tasks p ON p.id = l.parent_id \
-                     WHERE l.child_id = ? AND p.status != 'done' LIMIT 1",
-                    [id],
-                    |r| r.get(0),
-                )
-                .optional()?;
+            let undone = c.query_row(
+                "SELECT 1 FROM task_links l JOIN tasks p ON p.id = l.parent_id \
+                 WHERE l.child_id = ? AND p.status != 'done' LIMIT 1",
+                &params![id],
+            )?;
             let new_status = if undone.is_some() { "todo" } else { "ready" };
             let n = c.execute(
                 "UPDATE tasks SET status = ?, current_run_id = NULL, consecutive_failures = 0, \
                  last_failure_error = NULL WHERE id = ? AND status IN ('blocked', 'scheduled')",
-                params![new_status, id],
+                &params![new_status, id],
             )?;
             if n != 1 {
                 return Ok(false);
@@ -421,17 +423,15 @@ impl Board {
         let new_status = status.as_str();
         let moved = self.write(|c| {
             ensure_task(c, id)?;
-            let prev: String =
-                c.query_row("SELECT status FROM tasks WHERE id = ?", [id], |r| r.get(0))?;
+            let prev: String = c
+                .query_value("SELECT status FROM tasks WHERE id = ?", &params![id])?
+                .unwrap_or_default();
             if status == Status::Ready {
-                let undone: Option<i64> = c
-                    .query_row(
-                        "SELECT 1 FROM task_links l JOIN tasks p ON p.id = l.parent_id \
-                         WHERE l.child_id = ? AND p.status != 'done' LIMIT 1",
-                        [id],
-                        |r| r.get(0),
-                    )
-                    .optional()?;
+                let undone: Option<i64> = c.query_value(
+                    "SELECT 1 FROM task_links l JOIN tasks p ON p.id = l.parent_id \
+                     WHERE l.child_id = ? AND p.status != 'done' LIMIT 1",
+                    &params![id],
+                )?;
                 if undone.is_some() {
                     return Ok(false);
                 }
@@ -439,7 +439,7 @@ impl Board {
             let n = c.execute(
                 "UPDATE tasks SET status = ?, claim_lock = NULL, claim_expires = NULL, \
                  worker_pid = NULL WHERE id = ?",
-                params![new_status, id],
+                &params![new_status, id],
             )?;
             if n != 1 {
                 return Ok(false);
@@ -459,14 +459,18 @@ impl Board {
             };
             append_event(c, id, "status", Some(json!({"status": new_status})), run)?;
             if prev == "done" || prev == "archived" {
-                let children: Vec<String> = c
-                    .prepare("SELECT child_id FROM task_links WHERE parent_id = ? ORDER BY child_id")?
-                    .query_map([id], |r| r.get(0))?
-                    .collect::<rusqlite::Result<_>>()?;
+                let children = c
+                    .query(
+                        "SELECT child_id FROM task_links WHERE parent_id = ? ORDER BY child_id",
+                        &params![id],
+                    )?
+                    .iter()
+                    .map(|r| r.get::<String>(0))
+                    .collect::<hermes_sql::Result<Vec<_>>>()?;
                 for child in children {
                     let demoted = c.execute(
                         "UPDATE tasks SET status = 'todo' WHERE id = ? AND status = 'ready'",
-                        [&child],
+                        &params![child],
                     )?;
                     if demoted == 1 {
                         append_event(
@@ -494,7 +498,7 @@ impl Board {
             let n = c.execute(
                 "UPDATE tasks SET status = 'scheduled', claim_lock = NULL, claim_expires = NULL, \
                  worker_pid = NULL WHERE id = ? AND status IN ('todo', 'ready', 'running', 'blocked')",
-                [id],
+                &params![id],
             )?;
             if n != 1 {
                 return Ok(false);
@@ -516,7 +520,7 @@ impl Board {
             let n = c.execute(
                 "UPDATE tasks SET status = 'archived', claim_lock = NULL, claim_expires = NULL, \
                  worker_pid = NULL WHERE id = ? AND status != 'archived'",
-                [id],
+                &params![id],
             )?;
             if n != 1 {
                 return Ok(false);
@@ -556,7 +560,7 @@ impl Board {
                 "UPDATE tasks SET status = 'ready', claim_lock = NULL, claim_expires = NULL, \
                  worker_pid = NULL WHERE id = ? AND status = 'running' AND worker_pid = ? \
                  AND claim_lock IS ?",
-                params![id, pid, claimer],
+                &params![id, pid, claimer],
             )?;
             if n != 1 {
                 return Ok(false);
@@ -608,16 +612,17 @@ impl Board {
     ) -> Result<bool> {
         let error = truncate(error, 500);
         self.write(|c| {
-            let Some((failures, max_retries)) = c
-                .query_row(
-                    "SELECT consecutive_failures, max_retries FROM tasks WHERE id = ?",
-                    [id],
-                    |r| Ok((r.get::<_, Option<i64>>(0)?.unwrap_or(0), r.get::<_, Option<i64>>(1)?)),
-                )
-                .optional()?
+            let Some(row) = c.query_row(
+                "SELECT consecutive_failures, max_retries FROM tasks WHERE id = ?",
+                &params![id],
+            )?
             else {
                 return Ok(false);
             };
+            let (failures, max_retries) = (
+                row.get::<Option<i64>>(0)?.unwrap_or(0),
+                row.get::<Option<i64>>(1)?,
+            );
             let failures = failures + 1;
             let (limit, source) = match max_retries {
                 Some(m) => (m, "task"),
@@ -628,7 +633,7 @@ impl Board {
                     "UPDATE tasks SET status = 'blocked', claim_lock = NULL, claim_expires = NULL, \
                      worker_pid = NULL, consecutive_failures = ?, last_failure_error = ? \
                      WHERE id = ? AND status IN ('ready', 'running')",
-                    params![failures, error, id],
+                    &params![failures, error, id],
                 )?;
                 let run = end_run(c, id, "gave_up", "gave_up", None, Some(&error), None)?;
                 append_event(
@@ -648,7 +653,7 @@ impl Board {
             } else {
                 c.execute(
                     "UPDATE tasks SET consecutive_failures = ?, last_failure_error = ? WHERE id = ?",
-                    params![failures, error, id],
+                    &params![failures, error, id],
                 )?;
                 Ok(false)
             }
@@ -662,7 +667,7 @@ impl Board {
             let n = c.execute(
                 "UPDATE tasks SET status = 'ready', claim_lock = NULL, claim_expires = NULL, \
                  worker_pid = NULL WHERE id = ? AND status = 'running'",
-                [id],
+                &params![id],
             )?;
             if n == 1 {
                 let run = end_run(
@@ -686,14 +691,14 @@ impl Board {
     pub fn release_stale_claims(&self, pid_alive: &dyn Fn(i64) -> bool) -> Result<Vec<String>> {
         let now = now();
         let host_prefix = format!("{}:", host_name());
-        let stale: Vec<(String, Option<String>, Option<i64>, i64)> = {
-            let mut stmt = self.conn.prepare(
+        let stale: Vec<(String, Option<String>, Option<i64>, i64)> = crate::board::rows_to(
+            self.db.query(
                 "SELECT id, claim_lock, worker_pid, claim_expires FROM tasks \
                  WHERE status = 'running' AND claim_expires IS NOT NULL AND claim_expires < ?",
-            )?;
-            stmt.query_map([now], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
-                .collect::<rusqlite::Result<_>>()?
-        };
+                &params![now],
+            )?,
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )?;
         let mut reclaimed = Vec::new();
         for (id, lock, pid, expires) in stale {
             let local = lock.as_deref().is_some_and(|l| l.starts_with(&host_prefix));
@@ -703,7 +708,7 @@ impl Board {
                     let n = c.execute(
                         "UPDATE tasks SET claim_expires = ? WHERE id = ? AND status = 'running' \
                          AND claim_lock IS ? AND claim_expires < ?",
-                        params![new_expires, id, lock, now],
+                        &params![new_expires, id, lock, now],
                     )?;
                     if n == 1 {
                         let run = current_run(c, &id)?;
@@ -724,7 +729,7 @@ impl Board {
                     "UPDATE tasks SET status = 'ready', claim_lock = NULL, claim_expires = NULL, \
                      worker_pid = NULL WHERE id = ? AND status = 'running' AND claim_lock IS ? \
                      AND claim_expires < ?",
-                    params![id, lock, now],
+                    &params![id, lock, now],
                 )?;
                 if n != 1 {
                     return Ok(false);
@@ -780,45 +785,37 @@ impl Board {
 }
 
 /// Whether every parent of `id` is done or archived.
-fn parents_finished(c: &Connection, id: &str) -> Result<bool> {
-    let undone: Option<i64> = c
-        .query_row(
-            "SELECT 1 FROM task_links l JOIN tasks p ON p.id = l.parent_id \
-             WHERE l.child_id = ? AND p.status NOT IN ('done', 'archived') LIMIT 1",
-            [id],
-            |r| r.get(0),
-        )
-        .optional()?;
+fn parents_finished(c: &Db, id: &str) -> Result<bool> {
+    let undone = c.query_row(
+        "SELECT 1 FROM task_links l JOIN tasks p ON p.id = l.parent_id \
+         WHERE l.child_id = ? AND p.status NOT IN ('done', 'archived') LIMIT 1",
+        &params![id],
+    )?;
     Ok(undone.is_none())
 }
 
 /// A block a worker or person asked for (the latest of blocked/unblocked is `blocked`):
 /// only an explicit unblock lifts it.
-fn sticky_block(c: &Connection, id: &str) -> Result<bool> {
-    let kind: Option<String> = c
-        .query_row(
-            "SELECT kind FROM task_events WHERE task_id = ? AND kind IN ('blocked', 'unblocked') \
-             ORDER BY id DESC LIMIT 1",
-            [id],
-            |r| r.get(0),
-        )
-        .optional()?;
+fn sticky_block(c: &Db, id: &str) -> Result<bool> {
+    let kind: Option<String> = c.query_value(
+        "SELECT kind FROM task_events WHERE task_id = ? AND kind IN ('blocked', 'unblocked') \
+         ORDER BY id DESC LIMIT 1",
+        &params![id],
+    )?;
     Ok(kind.as_deref() == Some("blocked"))
 }
 
-pub(crate) fn current_run(c: &Connection, id: &str) -> Result<Option<i64>> {
-    Ok(
-        c.query_row("SELECT current_run_id FROM tasks WHERE id = ?", [id], |r| {
-            r.get::<_, Option<i64>>(0)
-        })
-        .optional()?
-        .flatten(),
-    )
+pub(crate) fn current_run(c: &Db, id: &str) -> Result<Option<i64>> {
+    Ok(c.query_value::<Option<i64>>(
+        "SELECT current_run_id FROM tasks WHERE id = ?",
+        &params![id],
+    )?
+    .flatten())
 }
 
 /// Closes the task's current run and clears the pointer; the run's id, if there was one.
 fn end_run(
-    c: &Connection,
+    c: &Db,
     id: &str,
     outcome: &str,
     status: &str,
@@ -833,7 +830,7 @@ fn end_run(
         "UPDATE task_runs SET status = ?, outcome = ?, summary = ?, error = ?, metadata = ?, \
          ended_at = ?, claim_lock = NULL, claim_expires = NULL, worker_pid = NULL \
          WHERE id = ? AND ended_at IS NULL",
-        params![
+        &params![
             status,
             outcome,
             summary,
@@ -843,28 +840,30 @@ fn end_run(
             run
         ],
     )?;
-    c.execute("UPDATE tasks SET current_run_id = NULL WHERE id = ?", [id])?;
+    c.execute(
+        "UPDATE tasks SET current_run_id = NULL WHERE id = ?",
+        &params![id],
+    )?;
     Ok(Some(run))
 }
 
 /// A closed run for an outcome reached without a claim (a person completing a task by hand),
 /// so the summary still reaches the children.
 fn synthesize_run(
-    c: &Connection,
+    c: &Db,
     id: &str,
     outcome: &str,
     summary: Option<&str>,
     metadata: Option<&Value>,
 ) -> Result<i64> {
     let now = now();
-    let profile: Option<String> =
-        c.query_row("SELECT assignee FROM tasks WHERE id = ?", [id], |r| {
-            r.get(0)
-        })?;
-    c.execute(
+    let profile: Option<String> = c
+        .query_value::<Option<String>>("SELECT assignee FROM tasks WHERE id = ?", &params![id])?
+        .flatten();
+    let run = c.insert(
         "INSERT INTO task_runs (task_id, profile, status, started_at, ended_at, outcome, summary, metadata) \
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        params![
+        &params![
             id,
             profile,
             outcome,
@@ -875,7 +874,7 @@ fn synthesize_run(
             metadata.map(Value::to_string)
         ],
     )?;
-    Ok(c.last_insert_rowid())
+    Ok(run)
 }
 
 pub(crate) fn truncate(s: &str, max_chars: usize) -> String {

@@ -1,6 +1,6 @@
 //! The board's records, read by column name so boards of any Python version load.
 
-use rusqlite::Row;
+use hermes_sql::{Row, SqlError};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -194,7 +194,7 @@ pub struct Task {
 }
 
 impl Task {
-    pub(crate) fn from_row(r: &Row<'_>) -> rusqlite::Result<Task> {
+    pub(crate) fn from_row(r: &Row) -> Result<Task, SqlError> {
         let skills: Option<String> = r.get("skills")?;
         Ok(Task {
             id: r.get("id")?,
@@ -202,7 +202,7 @@ impl Task {
             body: r.get("body")?,
             assignee: r.get("assignee")?,
             status: r.get("status")?,
-            priority: r.get::<_, Option<i64>>("priority")?.unwrap_or(0),
+            priority: r.get::<Option<i64>>("priority")?.unwrap_or(0),
             created_by: r.get("created_by")?,
             created_at: r.get("created_at")?,
             started_at: r.get("started_at")?,
@@ -215,9 +215,7 @@ impl Task {
             idempotency_key: r.get("idempotency_key")?,
             claim_lock: r.get("claim_lock")?,
             claim_expires: r.get("claim_expires")?,
-            consecutive_failures: r
-                .get::<_, Option<i64>>("consecutive_failures")?
-                .unwrap_or(0),
+            consecutive_failures: r.get::<Option<i64>>("consecutive_failures")?.unwrap_or(0),
             worker_pid: r.get("worker_pid")?,
             last_failure_error: r.get("last_failure_error")?,
             max_runtime_seconds: r.get("max_runtime_seconds")?,
@@ -230,7 +228,7 @@ impl Task {
             max_retries: r.get("max_retries")?,
             session_id: r.get("session_id")?,
             block_kind: r.get("block_kind")?,
-            block_recurrences: r.get::<_, Option<i64>>("block_recurrences")?.unwrap_or(0),
+            block_recurrences: r.get::<Option<i64>>("block_recurrences")?.unwrap_or(0),
         })
     }
 }
@@ -252,7 +250,7 @@ pub struct Run {
 }
 
 impl Run {
-    pub(crate) fn from_row(r: &Row<'_>) -> rusqlite::Result<Run> {
+    pub(crate) fn from_row(r: &Row) -> Result<Run, SqlError> {
         let metadata: Option<String> = r.get("metadata")?;
         Ok(Run {
             id: r.get("id")?,
@@ -290,7 +288,7 @@ pub struct Event {
 }
 
 impl Event {
-    pub(crate) fn from_row(r: &Row<'_>) -> rusqlite::Result<Event> {
+    pub(crate) fn from_row(r: &Row) -> Result<Event, SqlError> {
         let payload: Option<String> = r.get("payload")?;
         Ok(Event {
             id: r.get("id")?,

@@ -2,7 +2,7 @@
 //! when the task completes, blocks or is given up on, reading the events after each
 //! subscription's cursor; a subscription ends with the task (done or archived).
 
-use rusqlite::params;
+use hermes_sql::params;
 
 use crate::board::{Board, ensure_task};
 use crate::error::Result;
@@ -31,15 +31,16 @@ impl Board {
     ) -> Result<()> {
         self.write(|c| {
             ensure_task(c, task)?;
-            let last: i64 = c.query_row(
-                "SELECT COALESCE(MAX(id), 0) FROM task_events WHERE task_id = ?",
-                [task],
-                |r| r.get(0),
-            )?;
+            let last: i64 = c
+                .query_value(
+                    "SELECT COALESCE(MAX(id), 0) FROM task_events WHERE task_id = ?",
+                    &params![task],
+                )?
+                .unwrap_or(0);
             c.execute(
                 "INSERT OR IGNORE INTO kanban_notify_subs (task_id, platform, chat_id, thread_id, \
                  user_id, created_at, last_event_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                params![
+                &params![
                     task,
                     platform,
                     chat_id,
@@ -64,17 +65,18 @@ impl Board {
             Ok(c.execute(
                 "DELETE FROM kanban_notify_subs WHERE task_id = ? AND platform = ? AND chat_id = ? \
                  AND thread_id = ?",
-                params![task, platform, chat_id, thread_id.unwrap_or("")],
+                &params![task, platform, chat_id, thread_id.unwrap_or("")],
             )? > 0)
         })
     }
 
     pub fn subscriptions(&self, task: Option<&str>) -> Result<Vec<NotifySub>> {
-        let mut stmt = self.conn.prepare(
+        let rows = self.db.query(
             "SELECT task_id, platform, chat_id, thread_id, user_id, last_event_id \
-             FROM kanban_notify_subs WHERE (?1 IS NULL OR task_id = ?1) ORDER BY created_at",
+             FROM kanban_notify_subs WHERE (task_id = ?1 OR ?1 IS NULL) ORDER BY created_at",
+            &params![task],
         )?;
-        let rows = stmt.query_map([task], |r| {
+        crate::board::rows_to(rows, |r| {
             Ok(NotifySub {
                 task_id: r.get(0)?,
                 platform: r.get(1)?,
@@ -83,8 +85,7 @@ impl Board {
                 user_id: r.get(4)?,
                 last_event_id: r.get(5)?,
             })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
     }
 
     /// Takes the events a subscription has not heard yet (at most 20), moving its cursor past
@@ -97,20 +98,23 @@ impl Board {
             .collect::<Vec<_>>()
             .join(",");
         self.write(|c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT * FROM task_events WHERE task_id = ? AND id > ? AND kind IN ({kinds}) \
-                 ORDER BY id LIMIT 20"
-            ))?;
-            let events: Vec<Event> = stmt
-                .query_map(params![sub.task_id, sub.last_event_id], Event::from_row)?
-                .collect::<rusqlite::Result<_>>()?;
+            let events: Vec<Event> = crate::board::rows_to(
+                c.query(
+                    &format!(
+                        "SELECT * FROM task_events WHERE task_id = ? AND id > ? AND kind IN ({kinds}) \
+                         ORDER BY id LIMIT 20"
+                    ),
+                    &params![sub.task_id, sub.last_event_id],
+                )?,
+                Event::from_row,
+            )?;
             let Some(last) = events.last().map(|e| e.id) else {
                 return Ok(events);
             };
             let n = c.execute(
                 "UPDATE kanban_notify_subs SET last_event_id = ? WHERE task_id = ? AND platform = ? \
                  AND chat_id = ? AND thread_id = ? AND last_event_id = ?",
-                params![last, sub.task_id, sub.platform, sub.chat_id, sub.thread_id, sub.last_event_id],
+                &params![last, sub.task_id, sub.platform, sub.chat_id, sub.thread_id, sub.last_event_id],
             )?;
             if n != 1 {
                 // Another gateway took them first.
@@ -120,7 +124,7 @@ impl Board {
                 c.execute(
                     "DELETE FROM kanban_notify_subs WHERE task_id = ? AND platform = ? AND chat_id = ? \
                      AND thread_id = ?",
-                    params![sub.task_id, sub.platform, sub.chat_id, sub.thread_id],
+                    &params![sub.task_id, sub.platform, sub.chat_id, sub.thread_id],
                 )?;
             }
             Ok(events)

@@ -7,6 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
+use hermes_config::StoreTarget;
+
 use crate::error::{KanbanError, Result};
 
 pub const DEFAULT_BOARD: &str = "default";
@@ -14,6 +16,9 @@ pub const DEFAULT_BOARD: &str = "default";
 /// The files of one board.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BoardPaths {
+    /// Where its tables are: the SQLite file `db`, or a schema on the PostgreSQL server
+    /// `store.backend: postgres` names (the board's files stay under `root` either way).
+    pub backend: StoreTarget,
     /// The board's slug (`default`, ...).
     pub slug: String,
     /// The shared root every board hangs from.
@@ -81,6 +86,7 @@ impl BoardPaths {
             )
         };
         Ok(BoardPaths {
+            backend: backend(&root, env)?,
             db: env.var("HERMES_KANBAN_DB").map(PathBuf::from).unwrap_or(db),
             workspaces: env
                 .var("HERMES_KANBAN_WORKSPACES_ROOT")
@@ -96,6 +102,16 @@ impl BoardPaths {
         })
     }
 
+    /// The board's PostgreSQL schema: `kanban` for the default board, `kanban_<slug>` for
+    /// the others.
+    pub fn pg_schema(&self) -> String {
+        if self.slug == DEFAULT_BOARD {
+            "kanban".into()
+        } else {
+            format!("kanban_{}", self.slug)
+        }
+    }
+
     /// The board's metadata directory (`board.json`).
     pub fn dir(&self) -> PathBuf {
         board_dir(&self.root, &self.slug)
@@ -104,6 +120,21 @@ impl BoardPaths {
     /// A task's worker log.
     pub fn worker_log(&self, task_id: &str) -> PathBuf {
         self.logs.join(format!("{task_id}.log"))
+    }
+}
+
+/// The store the root home's `config.yaml` selects (the board is shared by every profile, so
+/// the default home's choice holds for all); the URL from the environment, else the root's
+/// `.env`.
+fn backend(root: &Path, env: &dyn EnvLookup) -> Result<StoreTarget> {
+    let dotenv = hermes_config::Environment::load(&root.join(".env"))?;
+    let config = hermes_config::Config::load(&root.join("config.yaml"), &dotenv)?;
+    if hermes_config::store_backend_name(&config)? == "sqlite" {
+        return Ok(StoreTarget::Sqlite);
+    }
+    match env.var(hermes_config::STORE_URL_VAR) {
+        Some(url) => Ok(StoreTarget::Postgres(hermes_config::StoreUrl::new(url))),
+        None => Ok(hermes_config::store_target(&config, &dotenv)?),
     }
 }
 

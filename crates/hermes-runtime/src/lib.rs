@@ -33,3 +33,21 @@ pub use runtime::{Prepared, Runtime, catalogue};
 pub use session::{Compression, Session, TurnReport};
 pub use spec::{Platform, Resume, SessionSpec};
 pub use unattended::Unattended;
+
+/// Where `home`'s sessions are kept: its `sessions.db`, or with `store.backend: postgres` the
+/// home's schema on the server of `HERMES_STORE_URL` (an error naming what is missing).
+pub fn store_location(
+    home: &hermes_config::HermesHome,
+    config: &hermes_config::Config,
+    env: &hermes_config::Environment,
+) -> Result<hermes_store::StoreLocation, hermes_config::ConfigError> {
+    Ok(match hermes_config::store_target(config, env)? {
+        hermes_config::StoreTarget::Sqlite => {
+            hermes_store::StoreLocation::File(home.join(hermes_store::DB_FILE_NAME))
+        }
+        hermes_config::StoreTarget::Postgres(url) => hermes_store::StoreLocation::Postgres {
+            url: url.expose().to_string(),
+            schema: hermes_store::StoreLocation::postgres_schema(home.profile_name().as_deref()),
+        },
+    })
+}

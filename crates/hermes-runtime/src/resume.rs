@@ -46,18 +46,18 @@ impl Persistence {
         home: &HermesHome,
         config: &Config,
         provider: &ProviderSpec,
+        store: &hermes_store::StoreLocation,
     ) -> Result<Persistence, SessionError> {
-        let db_path = home.join(hermes_store::DB_FILE_NAME);
         let cwd = Some(spec.cwd.display().to_string());
         let resumed = match &spec.resume {
             Resume::New => None,
             Resume::Session(key) => {
-                let store = Store::open(&db_path)?;
+                let store = store.open()?;
                 let record = store.resolve_session(key)?;
                 Some(load(&store, record)?)
             }
             Resume::Latest => {
-                let store = Store::open(&db_path)?;
+                let store = store.open()?;
                 let Some(record) = store.latest_session(cwd.as_deref())? else {
                     return Err(SessionError::NothingToContinue);
                 };

@@ -56,6 +56,8 @@ struct Inner {
     mcp: Mutex<McpServers>,
     /// The one thread writing every session of this process to the home's sessions.db.
     store_writer: OnceLock<hermes_store::StoreWriter>,
+    /// Where sessions are kept (`store.backend`).
+    store: hermes_store::StoreLocation,
     /// Warnings already given, in order.
     warned: Mutex<Vec<String>>,
     /// Warnings are only remembered, not given (read-only commands show them themselves).
@@ -107,7 +109,8 @@ impl Runtime {
                 &config, &env, &home,
             )),
         };
-        let shared = SharedTools::new(&home, &memory_settings, web, kanban);
+        let store = crate::store_location(&home, &config, &env)?;
+        let shared = SharedTools::new(&home, &store, &memory_settings, web, kanban);
         Ok(Runtime {
             inner: Arc::new(Inner {
                 home,
@@ -117,6 +120,7 @@ impl Runtime {
                 providers: Mutex::new(Vec::new()),
                 mcp: Mutex::new(McpServers::default()),
                 store_writer: OnceLock::new(),
+                store,
                 warned: Mutex::new(Vec::new()),
                 quiet: AtomicBool::new(false),
             }),
@@ -125,6 +129,11 @@ impl Runtime {
 
     pub fn home(&self) -> &HermesHome {
         &self.inner.home
+    }
+
+    /// Where this home's sessions are kept (`store.backend`).
+    pub fn store_location(&self) -> &hermes_store::StoreLocation {
+        &self.inner.store
     }
 
     pub fn config(&self) -> &Config {
@@ -146,7 +155,7 @@ impl Runtime {
     pub fn store_writer(&self) -> &hermes_store::StoreWriter {
         self.inner.store_writer.get_or_init(|| {
             hermes_store::StoreWriter::start(
-                self.inner.home.join(hermes_store::DB_FILE_NAME),
+                self.inner.store.clone(),
                 hermes_store::StoreOptions::default(),
             )
         })

@@ -125,7 +125,13 @@ impl Session {
         }
         let providers = runtime.providers(&spec.model)?;
         let provider_spec = &providers.spec;
-        let persistence = Persistence::plan(spec, runtime.home(), config, provider_spec)?;
+        let persistence = Persistence::plan(
+            spec,
+            runtime.home(),
+            config,
+            provider_spec,
+            runtime.store_location(),
+        )?;
         let prepared = runtime.prepare(
             spec,
             &spec.cwd,
@@ -513,6 +519,7 @@ impl Session {
             self.runtime.home(),
             self.runtime.config(),
             &self.providers.spec,
+            self.runtime.store_location(),
         )?;
         let recorder = plan.start(
             &self.agent,

@@ -156,6 +156,7 @@ pub fn every_tool(
 ) -> (Registry, Option<Arc<MemoryStore>>) {
     let shared = SharedTools::new(
         home,
+        &hermes_store::StoreLocation::File(home.join(hermes_store::DB_FILE_NAME)),
         memory_settings,
         hermes_web::WebTools::for_home(home),
         KanbanOptions {
@@ -186,6 +187,7 @@ pub(crate) struct SharedTools {
 impl SharedTools {
     pub(crate) fn new(
         home: &HermesHome,
+        store: &hermes_store::StoreLocation,
         memory_settings: &MemorySettings,
         web: hermes_web::WebTools,
         kanban: KanbanOptions,
@@ -197,9 +199,7 @@ impl SharedTools {
             ))
         });
         SharedTools {
-            search: Arc::new(SessionSearchTool::new(
-                home.join(hermes_store::DB_FILE_NAME),
-            )),
+            search: Arc::new(SessionSearchTool::new(store.clone())),
             cronjob: Arc::new(crate::cronjob::CronjobTool::new(home)),
             memory_tool: memory
                 .as_ref()

@@ -40,6 +40,18 @@ pub enum StoreError {
     #[error("session database {path}: {detail}")]
     Sqlite { path: PathBuf, detail: String },
 
+    #[error(
+        "after copying, session {session} has {target} messages in the target for {in_source} in the source"
+    )]
+    MigrationShort {
+        session: String,
+        in_source: i64,
+        target: i64,
+    },
+
+    #[error("session store at {server}: {detail}")]
+    Remote { server: String, detail: String },
+
     #[error("no session matches `{0}` (see `hermes sessions list`)")]
     SessionNotFound(String),
 

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use hermes_protocol::ToolCall;
 use rusqlite::types::ValueRef;
-use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Row, Transaction, params};
+use rusqlite::{Connection, ErrorCode, OpenFlags, Row};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -639,14 +639,16 @@ fn parents_first(sessions: Vec<PySession>) -> Vec<PySession> {
 /// Writes the session and its messages unless the id is taken. Returns `None` when it was
 /// already here, else `Some(Some(title))` when its title had to change.
 fn insert_session(
-    tx: &Transaction<'_>,
+    tx: &hermes_sql::Db,
     s: &PySession,
     messages: &[PyMessage],
-) -> rusqlite::Result<Option<Option<String>>> {
-    let exists = |id: &str| -> rusqlite::Result<bool> {
+) -> hermes_sql::Result<Option<Option<String>>> {
+    let exists = |id: &str| -> hermes_sql::Result<bool> {
         Ok(tx
-            .query_row("SELECT 1 FROM sessions WHERE id = ?1", [id], |_| Ok(()))
-            .optional()?
+            .query_row(
+                "SELECT 1 FROM sessions WHERE id = ?1",
+                &hermes_sql::params![id],
+            )?
             .is_some())
     };
     if exists(&s.id)? {
@@ -670,7 +672,7 @@ fn insert_session(
          cache_write_tokens, reasoning_tokens, estimated_cost_usd) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, \
          ?18, ?19, ?20, ?21)",
-        params![
+        &hermes_sql::params![
             s.id,
             s.source,
             s.model,
@@ -694,33 +696,37 @@ fn insert_session(
             s.estimated_cost_usd,
         ],
     )?;
-    let mut insert = tx.prepare_cached(
-        "INSERT INTO messages (session_id, role, content, tool_calls, tool_call_id, tool_name, \
-         reasoning, reasoning_details, finish_reason, timestamp, token_count, partial, active) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 0, ?12)",
-    )?;
+    let insert = "INSERT INTO messages (session_id, role, content, tool_calls, tool_call_id, \
+         tool_name, reasoning, reasoning_details, finish_reason, timestamp, token_count, partial, \
+         active) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 0, ?12)";
     for m in messages {
-        insert.execute(params![
-            s.id,
-            m.role,
-            m.content,
-            encode_tool_calls(&m.tool_calls),
-            m.tool_call_id,
-            m.tool_name,
-            m.reasoning,
-            m.reasoning_details,
-            m.finish_reason,
-            m.timestamp,
-            m.token_count,
-            m.active as i64,
-        ])?;
+        tx.execute(
+            insert,
+            &hermes_sql::params![
+                s.id,
+                m.role,
+                m.content,
+                encode_tool_calls(&m.tool_calls),
+                m.tool_call_id,
+                m.tool_name,
+                m.reasoning,
+                m.reasoning_details,
+                m.finish_reason,
+                m.timestamp,
+                m.token_count,
+                m.active as i64,
+            ],
+        )?;
     }
     Ok(Some(if retitled { title } else { None }))
 }
 
 /// The title to give an imported session: its own (cleaned) when free here, else with
 /// [`TITLE_SUFFIX`] (numbered if that is taken too). Returns it and whether it changed.
-fn free_title(tx: &Transaction<'_>, raw: Option<&str>) -> rusqlite::Result<(Option<String>, bool)> {
+fn free_title(
+    tx: &hermes_sql::Db,
+    raw: Option<&str>,
+) -> hermes_sql::Result<(Option<String>, bool)> {
     let Some(raw) = raw else {
         return Ok((None, false));
     };
@@ -728,10 +734,12 @@ fn free_title(tx: &Transaction<'_>, raw: Option<&str>) -> rusqlite::Result<(Opti
     let Ok(base) = sanitize_title(&cut(&collapse_spaces(&bounded), MAX_TITLE_CHARS)) else {
         return Ok((None, false));
     };
-    let taken = |t: &str| -> rusqlite::Result<bool> {
+    let taken = |t: &str| -> hermes_sql::Result<bool> {
         Ok(tx
-            .query_row("SELECT 1 FROM sessions WHERE title = ?1", [t], |_| Ok(()))
-            .optional()?
+            .query_row(
+                "SELECT 1 FROM sessions WHERE title = ?1",
+                &hermes_sql::params![t],
+            )?
             .is_some())
     };
     if !taken(&base)? {

@@ -14,7 +14,13 @@
 //!   [`SessionWriter`]: a session's handle on it.
 //! - Exports: JSON records ([`export`]) and ShareGPT trajectories ([`sharegpt`]).
 //! - [`import_python`]: the Python Hermes's `state.db` (only ever read) copied into the store.
+//! - [`migrate`]: the history copied to the other backend (`hermes store migrate`).
 //! - [`health`]: a read-only look at either database (sessions, last activity, `quick_check`).
+//!
+//! With `store.backend: postgres` the same store is a schema on a PostgreSQL server
+//! ([`StoreLocation::Postgres`], [`Store::open_postgres`]): the statements run through
+//! hermes-sql's connection (translated to PostgreSQL), search uses a `tsvector` with a GIN
+//! index in place of FTS5, and hits come back in the same shape.
 //!
 //! The schema is our own (the Python Hermes keeps `state.db`), so both programs can share a home
 //! without touching each other's database.
@@ -24,7 +30,9 @@ pub mod export;
 pub mod health;
 pub mod import;
 mod lineage;
+mod location;
 mod messages;
+pub mod migrate;
 mod schema;
 mod search;
 mod sessions;
@@ -38,6 +46,7 @@ mod writer;
 pub use error::StoreError;
 pub use import::{ImportReport, import_python};
 pub use lineage::{BRANCHED, SessionPage};
+pub use location::StoreLocation;
 pub use messages::{INTERRUPTED, MessageMeta, StoredMessage};
 pub use schema::LATEST_VERSION;
 pub use search::{MessageWindow, SearchHit, SearchQuery, fts_query};

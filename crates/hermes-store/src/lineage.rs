@@ -2,7 +2,7 @@
 //! continuations, delegated runs) but keeps branches, empty sessions created ahead of their
 //! first message, branches (forks) carrying their parent's transcript, and titles cleared.
 
-use rusqlite::{OptionalExtension, params};
+use hermes_sql::params;
 
 use crate::sessions::{COLUMNS, PREVIEW_SQL, insert_session, summary};
 use crate::title::{first_free, sanitize_title};
@@ -32,35 +32,32 @@ impl Store {
     ) -> Result<Vec<SessionSummary>, StoreError> {
         let sql = format!(
             "SELECT {COLUMNS}, {PREVIEW_SQL} FROM sessions \
-             WHERE (?1 IS NULL OR source = ?1) AND (?2 OR parent_session_id IS NULL OR EXISTS \
+             WHERE (source = ?1 OR ?1 IS NULL) AND (?2 OR parent_session_id IS NULL OR EXISTS \
                (SELECT 1 FROM sessions p WHERE p.id = sessions.parent_session_id \
                 AND p.end_reason = '{BRANCHED}')) \
              ORDER BY updated_at DESC LIMIT ?3 OFFSET ?4"
         );
         let limit = i64::try_from(page.limit).unwrap_or(i64::MAX);
         let offset = i64::try_from(page.offset).unwrap_or(i64::MAX);
-        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.read_error(e))?;
-        stmt.query_map(
-            params![page.source, page.include_children, limit, offset],
+        self.read_rows(
+            &sql,
+            &params![page.source, page.include_children, limit, offset],
             summary,
         )
-        .and_then(|rows| rows.collect())
-        .map_err(|e| self.read_error(e))
     }
 
     /// How many sessions [`Store::list_sessions_page`] would list over all pages.
     pub fn count_sessions_page(&self, page: &SessionPage<'_>) -> Result<usize, StoreError> {
+        // The typed comparison first: PostgreSQL cannot type a bare `?1 IS NULL`.
         let sql = format!(
             "SELECT COUNT(*) FROM sessions \
-             WHERE (?1 IS NULL OR source = ?1) AND (?2 OR parent_session_id IS NULL OR EXISTS \
+             WHERE (source = ?1 OR ?1 IS NULL) AND (?2 OR parent_session_id IS NULL OR EXISTS \
                (SELECT 1 FROM sessions p WHERE p.id = sessions.parent_session_id \
                 AND p.end_reason = '{BRANCHED}'))"
         );
-        self.conn
-            .query_row(&sql, params![page.source, page.include_children], |r| {
-                r.get::<_, i64>(0)
-            })
-            .map(|n| usize::try_from(n).unwrap_or(0))
+        self.db
+            .query_value::<i64>(&sql, &params![page.source, page.include_children])
+            .map(|n| usize::try_from(n.unwrap_or(0)).unwrap_or(0))
             .map_err(|e| self.read_error(e))
     }
 
@@ -76,13 +73,10 @@ impl Store {
         let outcome = self.write(|tx| {
             // The title is checked before the insert, so a taken one leaves no session behind.
             if let Some(title) = &title {
-                let holder: Option<String> = tx
-                    .query_row(
-                        "SELECT id FROM sessions WHERE title = ?1 AND id != ?2",
-                        params![title, new.id],
-                        |r| r.get(0),
-                    )
-                    .optional()?;
+                let holder: Option<String> = tx.query_value(
+                    "SELECT id FROM sessions WHERE title = ?1 AND id != ?2",
+                    &params![title, new.id],
+                )?;
                 if let Some(holder) = holder {
                     return Ok(Err(holder));
                 }
@@ -93,7 +87,7 @@ impl Store {
             if let Some(title) = &title {
                 tx.execute(
                     "UPDATE sessions SET title = ?2 WHERE id = ?1",
-                    params![new.id, title],
+                    &params![new.id, title],
                 )?;
             }
             Ok(Ok(true))
@@ -106,8 +100,12 @@ impl Store {
 
     /// Removes the title of a session (`false`: no such session).
     pub fn clear_title(&mut self, id: &str) -> Result<bool, StoreError> {
-        let changed =
-            self.write(|tx| tx.execute("UPDATE sessions SET title = NULL WHERE id = ?1", [id]))?;
+        let changed = self.write(|tx| {
+            tx.execute(
+                "UPDATE sessions SET title = NULL WHERE id = ?1",
+                &params![id],
+            )
+        })?;
         Ok(changed > 0)
     }
 
@@ -131,18 +129,21 @@ impl Store {
                  SELECT ?1, role, content, tool_calls, tool_call_id, tool_name, reasoning, \
                  reasoning_details, finish_reason, timestamp, token_count, 0 FROM messages \
                  WHERE session_id = ?2 AND active = 1 AND partial = 0 ORDER BY id",
-                params![new.id, parent],
+                &params![new.id, parent],
             )?;
             tx.execute(
-                "UPDATE sessions SET message_count = ?2, updated_at = ?3, \
-                 tool_call_count = (SELECT COALESCE(SUM(json_array_length(tool_calls)), 0) \
-                    FROM messages WHERE session_id = ?1 AND tool_calls IS NOT NULL) \
-                 WHERE id = ?1",
-                params![new.id, copied as i64, now],
+                &format!(
+                    "UPDATE sessions SET message_count = ?2, updated_at = ?3, \
+                     tool_call_count = (SELECT COALESCE(SUM({}), 0) \
+                        FROM messages WHERE session_id = ?1 AND tool_calls IS NOT NULL) \
+                     WHERE id = ?1",
+                    crate::messages::json_array_length(tx)
+                ),
+                &params![new.id, copied as i64, now],
             )?;
             tx.execute(
                 "UPDATE sessions SET ended_at = ?2, end_reason = ?3 WHERE id = ?1",
-                params![parent, now, BRANCHED],
+                &params![parent, now, BRANCHED],
             )?;
             Ok(Some(copied))
         })
@@ -157,9 +158,8 @@ impl Store {
         };
         let root = sanitize_title(root)?;
         let taken = |t: &str| {
-            self.conn
-                .query_row("SELECT 1 FROM sessions WHERE title = ?1", [t], |_| Ok(()))
-                .optional()
+            self.db
+                .query_row("SELECT 1 FROM sessions WHERE title = ?1", &params![t])
                 .map_or(true, |found| found.is_some())
         };
         first_free(&root, taken).ok_or_else(|| {

@@ -4,7 +4,7 @@
 //! a crash is sealed as an interrupted answer when the session is resumed.
 
 use hermes_protocol::{Message, Role, ToolCall};
-use rusqlite::{Row, Transaction, params};
+use hermes_sql::{Db, Row, params};
 use serde_json::{Value, json};
 
 use crate::{Store, StoreError, time};
@@ -40,7 +40,7 @@ pub(crate) const MESSAGE_COLUMNS: &str = "id, session_id, role, content, tool_ca
     reasoning_details";
 
 /// Reads a row selected with [`MESSAGE_COLUMNS`]; `None` for a role this build does not know.
-pub(crate) fn stored_message(row: &Row<'_>) -> rusqlite::Result<Option<StoredMessage>> {
+pub(crate) fn stored_message(row: &Row) -> hermes_sql::Result<Option<StoredMessage>> {
     let role: String = row.get(2)?;
     let Some(role) = parse_role(&role) else {
         return Ok(None);
@@ -137,18 +137,18 @@ fn details_json(m: &Message) -> Option<String> {
 }
 
 fn insert(
-    tx: &Transaction<'_>,
+    tx: &Db,
     session_id: &str,
     m: &Message,
     meta: &MessageMeta,
     partial: bool,
     now: f64,
-) -> rusqlite::Result<i64> {
-    tx.execute(
+) -> hermes_sql::Result<i64> {
+    tx.insert(
         "INSERT INTO messages (session_id, role, content, tool_calls, tool_call_id, tool_name, \
          reasoning, finish_reason, timestamp, token_count, partial, reasoning_details) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-        params![
+        &params![
             session_id,
             m.role.as_str(),
             m.content,
@@ -162,21 +162,23 @@ fn insert(
             partial as i64,
             details_json(m)
         ],
-    )?;
-    Ok(tx.last_insert_rowid())
+    )
+}
+
+/// The number of tool calls in a message's `tool_calls` JSON, in the store's dialect.
+pub(crate) fn json_array_length(db: &Db) -> &'static str {
+    match db.dialect() {
+        hermes_sql::Dialect::Sqlite => "json_array_length(tool_calls)",
+        hermes_sql::Dialect::Postgres => "json_array_length(tool_calls::json)",
+    }
 }
 
 /// Counts a message that became final and marks the session active.
-fn count(
-    tx: &Transaction<'_>,
-    session_id: &str,
-    tool_calls: usize,
-    now: f64,
-) -> rusqlite::Result<()> {
+fn count(tx: &Db, session_id: &str, tool_calls: usize, now: f64) -> hermes_sql::Result<()> {
     tx.execute(
         "UPDATE sessions SET message_count = message_count + 1, \
          tool_call_count = tool_call_count + ?2, updated_at = ?3 WHERE id = ?1",
-        params![session_id, tool_calls as i64, now],
+        &params![session_id, tool_calls as i64, now],
     )?;
     Ok(())
 }
@@ -228,7 +230,7 @@ impl Store {
             )?;
             tx.execute(
                 "UPDATE sessions SET updated_at = ?2 WHERE id = ?1",
-                params![session_id, now],
+                &params![session_id, now],
             )?;
             Ok(id)
         })
@@ -239,7 +241,7 @@ impl Store {
         self.write(|tx| {
             tx.execute(
                 "UPDATE messages SET content = ?2 WHERE id = ?1 AND partial = 1",
-                params![id, text],
+                &params![id, text],
             )
         })?;
         Ok(())
@@ -260,7 +262,7 @@ impl Store {
                 "UPDATE messages SET role = ?2, content = ?3, tool_calls = ?4, reasoning = ?5, \
                  finish_reason = ?6, token_count = ?7, timestamp = ?8, reasoning_details = ?9, \
                  partial = 0 WHERE id = ?1 AND partial = 1",
-                params![
+                &params![
                     id,
                     message.role.as_str(),
                     message.content,
@@ -289,18 +291,18 @@ impl Store {
         self.write(|tx| {
             tx.execute(
                 "DELETE FROM messages WHERE session_id = ?1 AND partial = 1 AND content = ''",
-                [session_id],
+                &params![session_id],
             )?;
             let sealed = tx.execute(
                 "UPDATE messages SET partial = 0, finish_reason = ?2 \
                  WHERE session_id = ?1 AND partial = 1",
-                params![session_id, INTERRUPTED],
+                &params![session_id, INTERRUPTED],
             )?;
             if sealed > 0 {
                 tx.execute(
                     "UPDATE sessions SET message_count = message_count + ?2, updated_at = ?3 \
                      WHERE id = ?1",
-                    params![session_id, sealed as i64, now],
+                    &params![session_id, sealed as i64, now],
                 )?;
             }
             Ok(sealed)
@@ -321,16 +323,19 @@ impl Store {
             let deleted = tx.execute(
                 "DELETE FROM messages WHERE session_id = ?1 AND id NOT IN \
                  (SELECT id FROM messages WHERE session_id = ?1 ORDER BY id LIMIT ?2)",
-                params![session_id, keep],
+                &params![session_id, keep],
             )?;
             if deleted > 0 {
                 tx.execute(
+                    &format!(
                     "UPDATE sessions SET updated_at = ?2, \
                      message_count = (SELECT count(*) FROM messages WHERE session_id = ?1 AND partial = 0), \
-                     tool_call_count = (SELECT COALESCE(SUM(json_array_length(tool_calls)), 0) \
+                     tool_call_count = (SELECT COALESCE(SUM({}), 0) \
                         FROM messages WHERE session_id = ?1 AND partial = 0 AND tool_calls IS NOT NULL) \
                      WHERE id = ?1",
-                    params![session_id, now],
+                    json_array_length(tx)
+                ),
+                    &params![session_id, now],
                 )?;
             }
             Ok(deleted)
@@ -350,7 +355,7 @@ impl Store {
         self.write(|tx| {
             tx.execute(
                 "UPDATE messages SET active = 0 WHERE session_id = ?1 AND active = 1",
-                params![session_id],
+                &params![session_id],
             )
         })
     }
@@ -366,16 +371,13 @@ impl Store {
         only_active: bool,
     ) -> Result<Vec<StoredMessage>, StoreError> {
         let filter = if only_active { " AND active = 1" } else { "" };
-        let mut stmt = self
-            .conn
-            .prepare_cached(&format!(
+        let rows = self.read_rows(
+            &format!(
                 "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1{filter} ORDER BY id"
-            ))
-            .map_err(|e| self.read_error(e))?;
-        let rows = stmt
-            .query_map([session_id], stored_message)
-            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
-            .map_err(|e| self.read_error(e))?;
+            ),
+            &params![session_id],
+            stored_message,
+        )?;
         Ok(rows.into_iter().flatten().collect())
     }
 

@@ -8,9 +8,15 @@
 //!
 //! Ranking is BM25, bounded so a search stays in milliseconds over 100,000 messages: only the
 //! newest 1,000 matches are ranked, and a query with an exact phrase lists matches newest first.
+//!
+//! On PostgreSQL the same query becomes a `tsquery` (`Compiled::tsquery`: each term quoted,
+//! its punctuation spaces as in the index, so `my-app.config` is the phrase `my app config`;
+//! `AND`/`OR`/`NOT` as `&`/`|`/`& !`,
+//! `prefix*` as `:*`), matched against the messages' generated `tsvector` (GIN index), ranked
+//! with `ts_rank` and marked with `ts_headline`: the hits come back in the same shape.
 
 use hermes_protocol::Role;
-use rusqlite::{OptionalExtension, params};
+use hermes_sql::{Dialect, params};
 
 use crate::messages::{MESSAGE_COLUMNS, StoredMessage, stored_message};
 use crate::{Store, StoreError};
@@ -90,9 +96,10 @@ pub fn fts_query(raw: &str) -> Option<String> {
     compile(raw).map(|c| c.expr)
 }
 
-/// A query ready for FTS5.
+/// A query ready for FTS5, and the same query for PostgreSQL.
 struct Compiled {
     expr: String,
+    tsquery: String,
     /// It holds an exact phrase: matches are listed newest first instead of by BM25, whose
     /// phrase statistics would cost a pass over the whole index.
     has_phrase: bool,
@@ -123,6 +130,7 @@ fn compile(raw: &str) -> Option<Compiled> {
 
     // Operators need an operand on each side: drop leading, trailing and repeated ones.
     let mut out: Vec<String> = Vec::new();
+    let mut ts: Vec<String> = Vec::new();
     let mut has_phrase = false;
     let mut pending_op: Option<&str> = None;
     for item in items {
@@ -133,17 +141,19 @@ fn compile(raw: &str) -> Option<Compiled> {
                 }
             }
             Item::Term { text, prefix } => {
-                if let Some(op) = pending_op.take() {
-                    out.push(op.to_string());
-                }
+                push_operator(&mut out, &mut ts, pending_op.take());
                 out.push(format!("\"{text}\"{}", if prefix { "*" } else { "" }));
+                ts.push(format!(
+                    "{}{}",
+                    ts_operand(&text),
+                    if prefix { ":*" } else { "" }
+                ));
             }
             Item::Phrase(p) => {
-                if let Some(op) = pending_op.take() {
-                    out.push(op.to_string());
-                }
+                push_operator(&mut out, &mut ts, pending_op.take());
                 has_phrase |= p.split_whitespace().nth(1).is_some();
                 out.push(format!("\"{p}\""));
+                ts.push(ts_operand(&p));
             }
         }
     }
@@ -152,10 +162,56 @@ fn compile(raw: &str) -> Option<Compiled> {
     } else {
         Some(Compiled {
             expr: out.join(" "),
+            tsquery: ts.join(" "),
             has_phrase,
         })
     }
 }
+
+/// The operator before an operand: FTS5's as written (implicit AND between terms); in the
+/// tsquery `&`, `|`, or `& !` (FTS5's binary NOT is "and not").
+fn push_operator(out: &mut Vec<String>, ts: &mut Vec<String>, op: Option<&str>) {
+    if ts.is_empty() {
+        return;
+    }
+    if let Some(op) = op {
+        out.push(op.to_string());
+    }
+    ts.push(
+        match op {
+            Some("OR") => "|",
+            Some("NOT") => "& !",
+            _ => "&",
+        }
+        .to_string(),
+    );
+}
+
+/// A quoted tsquery operand: punctuation becomes spaces as in the indexed text (so quotes
+/// and backslashes, which could end the operand, never reach it), and several words become a
+/// phrase.
+fn ts_operand(text: &str) -> String {
+    let words: Vec<&str> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    format!("'{}'", words.join(" "))
+}
+
+/// `ts_headline`'s options: the caller's marks, about as many words as an FTS5 snippet.
+fn headline_options(marks: (&str, &str)) -> String {
+    let quote = |m: &str| m.replace('"', "'");
+    format!(
+        "StartSel=\"{}\", StopSel=\"{}\", MaxWords={SNIPPET_TOKENS}, MinWords=8, \
+         ShortWord=0, MaxFragments=1, FragmentDelimiter=\"…\"",
+        quote(marks.0),
+        quote(marks.1)
+    )
+}
+
+/// The text a message is indexed by on PostgreSQL (the same as the FTS5 table holds).
+const PG_BODY: &str =
+    "m.content || ' ' || COALESCE(m.tool_name, '') || ' ' || COALESCE(m.tool_calls, '')";
 
 fn bare_words(text: &str, items: &mut Vec<Item>) {
     for word in text.split_whitespace() {
@@ -198,9 +254,15 @@ impl Store {
     /// [`Store::search`], with the snippets left empty unless `snippets` (making one reads and
     /// tokenizes the whole message, so callers that keep few of many hits make them later).
     fn find(&self, q: &SearchQuery<'_>, snippets: bool) -> Result<Vec<SearchHit>, StoreError> {
-        let Some(Compiled { expr, has_phrase }) = compile(q.text) else {
+        let Some(compiled) = compile(q.text) else {
             return Ok(Vec::new());
         };
+        if self.db.dialect() == Dialect::Postgres {
+            return self.find_postgres(q, &compiled, snippets);
+        }
+        let Compiled {
+            expr, has_phrase, ..
+        } = compiled;
         let snippet = if snippets {
             "snippet(messages_fts, 0, ?2, ?3, '…', ?4)"
         } else {
@@ -215,9 +277,8 @@ impl Store {
         } else {
             "rank"
         };
-        let mut stmt = self
-            .conn
-            .prepare_cached(&format!(
+        self.read_rows(
+            &format!(
                 "SELECT m.id, m.session_id, m.role, {snippet}, m.timestamp, \
                      s.title, s.source, s.model, s.started_at \
                  FROM messages_fts \
@@ -228,10 +289,8 @@ impl Store {
                    AND (?6 IS NULL OR m.session_id != ?6) \
                    AND (?7 = '' OR instr(?7, ',' || m.role || ',') > 0) \
                  ORDER BY {order} LIMIT ?8"
-            ))
-            .map_err(|e| self.read_error(e))?;
-        let rows = stmt.query_map(
-            params![
+            ),
+            &params![
                 expr,
                 q.highlight.0,
                 q.highlight.1,
@@ -242,37 +301,64 @@ impl Store {
                 q.limit as i64,
                 oldest_ranked
             ],
-            |r| {
-                Ok(SearchHit {
-                    message_id: r.get(0)?,
-                    session_id: r.get(1)?,
-                    role: r.get(2)?,
-                    snippet: r.get(3)?,
-                    timestamp: r.get(4)?,
-                    session_title: r.get(5)?,
-                    session_source: r.get(6)?,
-                    session_model: r.get(7)?,
-                    session_started_at: r.get(8)?,
-                })
-            },
-        );
-        rows.and_then(|rows| rows.collect())
-            .map_err(|e| self.read_error(e))
+            hit,
+        )
+    }
+
+    /// [`Store::find`] on PostgreSQL: the tsquery against the generated `tsvector`, final
+    /// rows only, best `ts_rank` first (length-normalised, ties oldest first, as FTS5 lists
+    /// equal BM25 scores; newest first with an exact phrase).
+    fn find_postgres(
+        &self,
+        q: &SearchQuery<'_>,
+        compiled: &Compiled,
+        snippets: bool,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        let snippet = if snippets {
+            format!("ts_headline('simple', {PG_BODY}, q, ?2)")
+        } else {
+            "substr(?2, 1, 0)".to_string()
+        };
+        let order = if compiled.has_phrase {
+            "m.id DESC"
+        } else {
+            // Normalised by the log of the length, like BM25 shorter matches rank higher.
+            "ts_rank(m.search_body, q, 1) DESC, m.id"
+        };
+        self.read_rows(
+            &format!(
+                "SELECT m.id, m.session_id, m.role, {snippet}, m.timestamp, \
+                     s.title, s.source, s.model, s.started_at \
+                 FROM to_tsquery('simple', ?1) q, messages m \
+                 JOIN sessions s ON s.id = m.session_id \
+                 WHERE m.search_body @@ q AND m.partial = 0 \
+                   AND (m.session_id = ?3 OR ?3 IS NULL) \
+                   AND (m.session_id != ?4 OR ?4 IS NULL) \
+                   AND (?5 = '' OR strpos(?5, ',' || m.role || ',') > 0) \
+                 ORDER BY {order} LIMIT ?6"
+            ),
+            &params![
+                compiled.tsquery,
+                headline_options(q.highlight),
+                q.session_id,
+                q.exclude_session_id,
+                role_list(q.roles),
+                q.limit as i64
+            ],
+            hit,
+        )
     }
 
     /// The oldest message id inside the ranking window of `expr` (0 when it has fewer matches).
     fn rank_window_start(&self, expr: &str) -> Result<i64, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
+        Ok(self
+            .read_row(
                 "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 \
                  ORDER BY rowid DESC LIMIT 1 OFFSET ?2",
-            )
-            .map_err(|e| self.read_error(e))?;
-        stmt.query_row(params![expr, RANK_WINDOW - 1], |r| r.get(0))
-            .optional()
-            .map(Option::unwrap_or_default)
-            .map_err(|e| self.read_error(e))
+                &params![expr, RANK_WINDOW - 1],
+                |r| r.get(0),
+            )?
+            .unwrap_or_default())
     }
 
     /// The best hit of each of the `sessions` best-matching sessions (considering the 300 best
@@ -295,29 +381,33 @@ impl Store {
                 best.push(hit);
             }
         }
-        if let Some(Compiled { expr, .. }) = compile(q.text) {
+        if let Some(compiled) = compile(q.text) {
             for hit in &mut best {
-                hit.snippet = self.snippet(&expr, hit.message_id, q.highlight)?;
+                hit.snippet = self.snippet(&compiled, hit.message_id, q.highlight)?;
             }
         }
         Ok(best)
     }
 
     /// The snippet of one matching message.
-    fn snippet(&self, expr: &str, id: i64, marks: (&str, &str)) -> Result<String, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
+    fn snippet(&self, q: &Compiled, id: i64, marks: (&str, &str)) -> Result<String, StoreError> {
+        let found = match self.db.dialect() {
+            Dialect::Sqlite => self.read_row(
                 "SELECT snippet(messages_fts, 0, ?2, ?3, '…', ?4) FROM messages_fts \
                  WHERE messages_fts MATCH ?1 AND rowid = ?5",
-            )
-            .map_err(|e| self.read_error(e))?;
-        stmt.query_row(params![expr, marks.0, marks.1, SNIPPET_TOKENS, id], |r| {
-            r.get(0)
-        })
-        .optional()
-        .map(Option::unwrap_or_default)
-        .map_err(|e| self.read_error(e))
+                &params![q.expr, marks.0, marks.1, SNIPPET_TOKENS, id],
+                |r| r.get(0),
+            )?,
+            Dialect::Postgres => self.read_row(
+                &format!(
+                    "SELECT ts_headline('simple', {PG_BODY}, q, ?2) \
+                     FROM to_tsquery('simple', ?1) q, messages m WHERE m.id = ?3"
+                ),
+                &params![q.tsquery, headline_options(marks), id],
+                |r| r.get(0),
+            )?,
+        };
+        Ok(found.unwrap_or_default())
     }
 
     /// Up to `window` messages on each side of message `anchor` of the session, the anchor
@@ -333,30 +423,33 @@ impl Store {
                 "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 AND id {cmp} ?2 \
                  ORDER BY id {order} LIMIT ?3"
             );
-            let mut stmt = self.conn.prepare_cached(&sql)?;
-            let rows = stmt
-                .query_map(params![session_id, anchor, limit as i64], stored_message)?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            Ok::<_, rusqlite::Error>(rows.into_iter().flatten().collect::<Vec<_>>())
+            let rows = self.read_rows(
+                &sql,
+                &params![session_id, anchor, limit as i64],
+                stored_message,
+            )?;
+            Ok::<_, StoreError>(rows.into_iter().flatten().collect::<Vec<_>>())
         };
-        let mut before = select("<=", "DESC", window + 1).map_err(|e| self.read_error(e))?;
+        let mut before = select("<=", "DESC", window + 1)?;
         if before.first().map(|m| m.id) != Some(anchor) {
             return Ok(None);
         }
         before.reverse();
-        let after = select(">", "ASC", window).map_err(|e| self.read_error(e))?;
+        let after = select(">", "ASC", window)?;
         let first = before.first().map_or(anchor, |m| m.id);
         let last = after.last().map_or(anchor, |m| m.id);
-        let outside = |cmp: &str, edge: i64| -> rusqlite::Result<usize> {
-            let n: i64 = self.conn.query_row(
-                &format!("SELECT count(*) FROM messages WHERE session_id = ?1 AND id {cmp} ?2"),
-                params![session_id, edge],
-                |r| r.get(0),
-            )?;
+        let outside = |cmp: &str, edge: i64| -> Result<usize, StoreError> {
+            let n: i64 = self
+                .read_row(
+                    &format!("SELECT count(*) FROM messages WHERE session_id = ?1 AND id {cmp} ?2"),
+                    &params![session_id, edge],
+                    |r| r.get(0),
+                )?
+                .unwrap_or(0);
             Ok(n as usize)
         };
-        let more_before = outside("<", first).map_err(|e| self.read_error(e))?;
-        let more_after = outside(">", last).map_err(|e| self.read_error(e))?;
+        let more_before = outside("<", first)?;
+        let more_after = outside(">", last)?;
         before.extend(after);
         Ok(Some(MessageWindow {
             messages: before,
@@ -380,22 +473,55 @@ impl Store {
                  AND role IN ('user', 'assistant') AND content != '' AND partial = 0 \
                  ORDER BY id {order} LIMIT ?3"
             );
-            let mut stmt = self.conn.prepare_cached(&sql)?;
-            let rows = stmt
-                .query_map(params![session_id, edge, n as i64], stored_message)?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            Ok::<_, rusqlite::Error>(rows.into_iter().flatten().collect::<Vec<_>>())
+            let rows =
+                self.read_rows(&sql, &params![session_id, edge, n as i64], stored_message)?;
+            Ok::<_, StoreError>(rows.into_iter().flatten().collect::<Vec<_>>())
         };
-        let start = select("<", "ASC", first).map_err(|e| self.read_error(e))?;
-        let mut end = select(">", "DESC", last).map_err(|e| self.read_error(e))?;
+        let start = select("<", "ASC", first)?;
+        let mut end = select(">", "DESC", last)?;
         end.reverse();
         Ok((start, end))
     }
 }
 
+/// One search hit of a row selected as `find` selects.
+fn hit(r: &hermes_sql::Row) -> hermes_sql::Result<SearchHit> {
+    Ok(SearchHit {
+        message_id: r.get(0)?,
+        session_id: r.get(1)?,
+        role: r.get(2)?,
+        snippet: r.get(3)?,
+        timestamp: r.get(4)?,
+        session_title: r.get(5)?,
+        session_source: r.get(6)?,
+        session_model: r.get(7)?,
+        session_started_at: r.get(8)?,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn queries_become_tsqueries() {
+        let ts = |q: &str| compile(q).map(|c| c.tsquery);
+        assert_eq!(
+            ts("docker networking").as_deref(),
+            Some("'docker' & 'networking'")
+        );
+        assert_eq!(
+            ts("\"exact phrase\" deploy* OR kube").as_deref(),
+            Some("'exact phrase' & 'deploy':* | 'kube'")
+        );
+        assert_eq!(
+            ts("python NOT java").as_deref(),
+            Some("'python' & ! 'java'")
+        );
+        assert_eq!(ts("it's a\\b").as_deref(), Some("'it s' & 'a b'"));
+        assert_eq!(ts("nginx.conf").as_deref(), Some("'nginx conf'"));
+        assert_eq!(ts("OR hello AND").as_deref(), Some("'hello'"));
+    }
 
     #[test]
     fn words_become_quoted_terms() {

@@ -2,7 +2,7 @@
 //! usage totals, deleting and pruning.
 
 use hermes_protocol::Usage;
-use rusqlite::{OptionalExtension, Row, params};
+use hermes_sql::{Db, Dialect, Row, params};
 use serde::Serialize;
 
 use crate::title::{self, sanitize_title};
@@ -67,7 +67,7 @@ pub(crate) const COLUMNS: &str = "id, source, model, provider, title, parent_ses
 pub(crate) const PREVIEW_SQL: &str = "(SELECT substr(m.content, 1, 200) FROM messages m \
     WHERE m.session_id = sessions.id AND m.role = 'user' ORDER BY m.id LIMIT 1)";
 
-fn record(row: &Row<'_>) -> rusqlite::Result<SessionRecord> {
+fn record(row: &Row) -> hermes_sql::Result<SessionRecord> {
     Ok(SessionRecord {
         id: row.get(0)?,
         source: row.get(1)?,
@@ -93,7 +93,7 @@ fn record(row: &Row<'_>) -> rusqlite::Result<SessionRecord> {
     })
 }
 
-pub(crate) fn summary(row: &Row<'_>) -> rusqlite::Result<SessionSummary> {
+pub(crate) fn summary(row: &Row) -> hermes_sql::Result<SessionSummary> {
     let preview: Option<String> = row.get(21)?;
     Ok(SessionSummary {
         session: record(row)?,
@@ -133,10 +133,10 @@ impl Store {
                  output_tokens = output_tokens + ?3, cache_read_tokens = cache_read_tokens + ?4, \
                  cache_write_tokens = cache_write_tokens + ?5, \
                  reasoning_tokens = reasoning_tokens + ?6, \
-                 estimated_cost_usd = CASE WHEN ?7 IS NULL THEN estimated_cost_usd \
-                     ELSE COALESCE(estimated_cost_usd, 0) + ?7 END \
+                 estimated_cost_usd = COALESCE(COALESCE(estimated_cost_usd, 0) + ?7, \
+                     estimated_cost_usd) \
                  WHERE id = ?1",
-                params![
+                &params![
                     id,
                     tokens(usage.input_tokens),
                     tokens(usage.output_tokens),
@@ -152,10 +152,11 @@ impl Store {
     }
 
     pub fn session(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
-        self.conn
-            .prepare_cached(&format!("SELECT {COLUMNS} FROM sessions WHERE id = ?1"))
-            .and_then(|mut stmt| stmt.query_row([id], record).optional())
-            .map_err(|e| self.read_error(e))
+        self.read_row(
+            &format!("SELECT {COLUMNS} FROM sessions WHERE id = ?1"),
+            &params![id],
+            record,
+        )
     }
 
     /// The session named by `key`: its exact id, its exact title, or a prefix of exactly one id.
@@ -167,29 +168,22 @@ impl Store {
         if let Some(s) = self.session(key)? {
             return Ok(s);
         }
-        let by_title = self
-            .conn
-            .query_row(
-                &format!("SELECT {COLUMNS} FROM sessions WHERE title = ?1"),
-                [key],
-                record,
-            )
-            .optional()
-            .map_err(|e| self.read_error(e))?;
+        let by_title = self.read_row(
+            &format!("SELECT {COLUMNS} FROM sessions WHERE title = ?1"),
+            &params![key],
+            record,
+        )?;
         if let Some(s) = by_title {
             return Ok(s);
         }
-        let mut stmt = self
-            .conn
-            .prepare(&format!(
+        let matches = self.read_rows(
+            &format!(
                 "SELECT {COLUMNS} FROM sessions WHERE id LIKE ?1 ESCAPE '\\' \
                  ORDER BY updated_at DESC LIMIT 6"
-            ))
-            .map_err(|e| self.read_error(e))?;
-        let matches = stmt
-            .query_map([like_prefix(key)], record)
-            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
-            .map_err(|e| self.read_error(e))?;
+            ),
+            &params![like_prefix(key)],
+            record,
+        )?;
         let mut matches = matches.into_iter();
         match (matches.next(), matches.len()) {
             (None, _) => Err(StoreError::SessionNotFound(key.to_string())),
@@ -209,30 +203,23 @@ impl Store {
     /// The most recently active session, preferring those started in `cwd`.
     pub fn latest_session(&self, cwd: Option<&str>) -> Result<Option<SessionRecord>, StoreError> {
         if let Some(dir) = cwd {
-            let here = self
-                .conn
-                .query_row(
-                    &format!(
-                        "SELECT {COLUMNS} FROM sessions WHERE cwd = ?1 \
-                         ORDER BY updated_at DESC LIMIT 1"
-                    ),
-                    [dir],
-                    record,
-                )
-                .optional()
-                .map_err(|e| self.read_error(e))?;
+            let here = self.read_row(
+                &format!(
+                    "SELECT {COLUMNS} FROM sessions WHERE cwd = ?1 \
+                     ORDER BY updated_at DESC LIMIT 1"
+                ),
+                &params![dir],
+                record,
+            )?;
             if here.is_some() {
                 return Ok(here);
             }
         }
-        self.conn
-            .query_row(
-                &format!("SELECT {COLUMNS} FROM sessions ORDER BY updated_at DESC LIMIT 1"),
-                [],
-                record,
-            )
-            .optional()
-            .map_err(|e| self.read_error(e))
+        self.read_row(
+            &format!("SELECT {COLUMNS} FROM sessions ORDER BY updated_at DESC LIMIT 1"),
+            &[],
+            record,
+        )
     }
 
     /// The most recently active sessions first, optionally from one source only.
@@ -243,12 +230,9 @@ impl Store {
     ) -> Result<Vec<SessionSummary>, StoreError> {
         let sql = format!(
             "SELECT {COLUMNS}, {PREVIEW_SQL} FROM sessions \
-             WHERE (?1 IS NULL OR source = ?1) ORDER BY updated_at DESC LIMIT ?2"
+             WHERE (source = ?1 OR ?1 IS NULL) ORDER BY updated_at DESC LIMIT ?2"
         );
-        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.read_error(e))?;
-        stmt.query_map(params![source, limit as i64], summary)
-            .and_then(|rows| rows.collect())
-            .map_err(|e| self.read_error(e))
+        self.read_rows(&sql, &params![source, limit as i64], summary)
     }
 
     /// [`Store::list_sessions`] without the sessions of the `hidden` sources, unless `source`
@@ -263,35 +247,33 @@ impl Store {
         // The hidden sources as a JSON array, unpacked by SQLite: one statement whatever
         // their number.
         let hidden = serde_json::to_string(hidden).unwrap_or_else(|_| "[]".into());
+        let unpack = match self.db.dialect() {
+            Dialect::Sqlite => "SELECT value FROM json_each(?3)",
+            Dialect::Postgres => "SELECT json_array_elements_text(?3::json)",
+        };
         let sql = format!(
             "SELECT {COLUMNS}, {PREVIEW_SQL} FROM sessions \
-             WHERE (?1 IS NULL OR source = ?1) \
-             AND (?1 IS NOT NULL OR source NOT IN (SELECT value FROM json_each(?3))) \
+             WHERE (source = ?1 OR ?1 IS NULL) \
+             AND (?1 IS NOT NULL OR source NOT IN ({unpack})) \
              ORDER BY updated_at DESC LIMIT ?2"
         );
-        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.read_error(e))?;
-        stmt.query_map(params![source, limit as i64, hidden], summary)
-            .and_then(|rows| rows.collect())
-            .map_err(|e| self.read_error(e))
+        self.read_rows(&sql, &params![source, limit as i64, hidden], summary)
     }
 
     /// Sets the title (cleaned; see [`sanitize_title`]). Titles are unique.
     pub fn set_title(&mut self, id: &str, raw: &str) -> Result<String, StoreError> {
         let title = sanitize_title(raw)?;
         let outcome = self.write(|tx| {
-            let holder: Option<String> = tx
-                .query_row(
-                    "SELECT id FROM sessions WHERE title = ?1 AND id != ?2",
-                    params![title, id],
-                    |r| r.get(0),
-                )
-                .optional()?;
+            let holder: Option<String> = tx.query_value(
+                "SELECT id FROM sessions WHERE title = ?1 AND id != ?2",
+                &params![title, id],
+            )?;
             if let Some(other) = holder {
                 return Ok(Err(other));
             }
             let changed = tx.execute(
                 "UPDATE sessions SET title = ?2 WHERE id = ?1",
-                params![id, title],
+                &params![id, title],
             )?;
             Ok(Ok(changed))
         })?;
@@ -313,17 +295,13 @@ impl Store {
             return Ok(None);
         };
         self.write(|tx| {
-            let current: Option<Option<String>> = tx
-                .query_row("SELECT title FROM sessions WHERE id = ?1", [id], |r| {
-                    r.get(0)
-                })
-                .optional()?;
+            let current: Option<Option<String>> =
+                tx.query_value("SELECT title FROM sessions WHERE id = ?1", &params![id])?;
             if !matches!(current, Some(None)) {
                 return Ok(None);
             }
             let taken = |t: &str| {
-                tx.query_row("SELECT 1 FROM sessions WHERE title = ?1", [t], |_| Ok(()))
-                    .optional()
+                tx.query_row("SELECT 1 FROM sessions WHERE title = ?1", &params![t])
                     .map_or(true, |found| found.is_some())
             };
             let Some(free) = title::first_free(&base, taken) else {
@@ -331,7 +309,7 @@ impl Store {
             };
             tx.execute(
                 "UPDATE sessions SET title = ?2 WHERE id = ?1",
-                params![id, free],
+                &params![id, free],
             )?;
             Ok(Some(free))
         })
@@ -343,7 +321,7 @@ impl Store {
         self.write(|tx| {
             tx.execute(
                 "UPDATE sessions SET ended_at = ?2, end_reason = ?3 WHERE id = ?1",
-                params![id, now, reason],
+                &params![id, now, reason],
             )
         })?;
         Ok(())
@@ -361,7 +339,7 @@ impl Store {
             tx.execute(
                 "UPDATE sessions SET ended_at = NULL, end_reason = NULL, updated_at = ?2, \
                  model = COALESCE(?3, model), provider = COALESCE(?4, provider) WHERE id = ?1",
-                params![id, now, model, provider],
+                &params![id, now, model, provider],
             )
         })?;
         Ok(())
@@ -373,7 +351,7 @@ impl Store {
         self.write(|tx| {
             tx.execute(
                 "UPDATE sessions SET model = ?2, provider = ?3, updated_at = ?4 WHERE id = ?1",
-                params![id, model, provider, now],
+                &params![id, model, provider, now],
             )
         })?;
         Ok(())
@@ -394,7 +372,7 @@ impl Store {
         self.write(|tx| {
             tx.execute(
                 "UPDATE sessions SET api_call_count = api_call_count + 1 WHERE id = ?1",
-                [id],
+                &params![id],
             )
         })?;
         Ok(())
@@ -403,8 +381,8 @@ impl Store {
     /// Deletes a session and its messages. Sessions that continued it lose their parent link.
     pub fn delete_session(&mut self, id: &str) -> Result<bool, StoreError> {
         let deleted = self.write(|tx| {
-            tx.execute("DELETE FROM messages WHERE session_id = ?1", [id])?;
-            tx.execute("DELETE FROM sessions WHERE id = ?1", [id])
+            tx.execute("DELETE FROM messages WHERE session_id = ?1", &params![id])?;
+            tx.execute("DELETE FROM sessions WHERE id = ?1", &params![id])
         })?;
         Ok(deleted > 0)
     }
@@ -413,32 +391,33 @@ impl Store {
     pub fn prune_sessions(&mut self, age_secs: f64) -> Result<Vec<String>, StoreError> {
         let cutoff = time::now() - age_secs.max(0.0);
         self.write(|tx| {
-            let ids: Vec<String> = tx
-                .prepare("SELECT id FROM sessions WHERE updated_at < ?1 ORDER BY updated_at")?
-                .query_map([cutoff], |r| r.get(0))?
-                .collect::<rusqlite::Result<_>>()?;
+            let ids: Vec<String> = crate::store::rows(
+                tx,
+                "SELECT id FROM sessions WHERE updated_at < ?1 ORDER BY updated_at",
+                &params![cutoff],
+                |r| r.get(0),
+            )?;
             tx.execute(
                 "DELETE FROM messages WHERE session_id IN \
                  (SELECT id FROM sessions WHERE updated_at < ?1)",
-                [cutoff],
+                &params![cutoff],
             )?;
-            tx.execute("DELETE FROM sessions WHERE updated_at < ?1", [cutoff])?;
+            tx.execute(
+                "DELETE FROM sessions WHERE updated_at < ?1",
+                &params![cutoff],
+            )?;
             Ok(ids)
         })
     }
 }
 
 /// Inserts the session row unless it exists.
-pub(crate) fn insert_session(
-    tx: &rusqlite::Transaction<'_>,
-    new: &NewSession,
-    now: f64,
-) -> rusqlite::Result<usize> {
+pub(crate) fn insert_session(tx: &Db, new: &NewSession, now: f64) -> hermes_sql::Result<usize> {
     tx.execute(
         "INSERT INTO sessions (id, source, model, provider, cwd, parent_session_id, \
          system_prompt, started_at, updated_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8) ON CONFLICT(id) DO NOTHING",
-        params![
+        &params![
             new.id,
             new.source,
             new.model,

@@ -6,12 +6,18 @@
 //!
 //! A `Store` is blocking and belongs to one thread; async code reaches it through the
 //! [`SessionWriter`](crate::SessionWriter) thread or `spawn_blocking`.
+//!
+//! With `store.backend: postgres` the same store lives in a schema on a PostgreSQL server
+//! ([`Store::open_postgres`]): the statements are the same (hermes-sql translates them), the
+//! tables are created at open, writes serialise on the schema's advisory lock, and search uses
+//! PostgreSQL's full-text index (see [`crate::search`]).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use hermes_sql::{Db, Dialect, Row, SqlError};
 use rusqlite::config::DbConfig;
-use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+use rusqlite::{Connection, OpenFlags};
 
 use crate::StoreError;
 use crate::error::is_busy;
@@ -37,7 +43,8 @@ impl Default for StoreOptions {
 }
 
 pub struct Store {
-    pub(crate) conn: Connection,
+    pub(crate) db: Db,
+    /// The file, or for PostgreSQL the server's URL with the password masked (for messages).
     path: PathBuf,
     options: StoreOptions,
 }
@@ -79,7 +86,7 @@ impl Store {
             let conn = Connection::open_with_flags(&path, flags)
                 .map_err(|e| StoreError::from_sqlite(&path, e, Duration::ZERO))?;
             let mut store = Store {
-                conn,
+                db: Db::sqlite(conn),
                 path: path.clone(),
                 options,
             };
@@ -101,41 +108,83 @@ impl Store {
         }
     }
 
-    /// The database file.
+    /// Connects to the PostgreSQL server at `url` and uses (creating when missing) the
+    /// session tables in `schema`.
+    pub fn open_postgres(url: &str, schema: &str) -> Result<Store, StoreError> {
+        let label = PathBuf::from(hermes_sql::redact_url(url));
+        let remote = |e: SqlError| StoreError::Remote {
+            server: label.display().to_string(),
+            detail: e.to_string(),
+        };
+        let db = Db::postgres(url, schema).map_err(remote)?;
+        let store = Store {
+            db,
+            path: label.clone(),
+            options: StoreOptions::default(),
+        };
+        // The DDL (and the lock it takes) only when the schema is not complete yet.
+        let current = store
+            .db
+            .columns("messages")
+            .map_err(remote)?
+            .iter()
+            .any(|c| c == "search_body");
+        if !current {
+            store
+                .db
+                .write(|d| d.batch(&schema::postgres_schema()))
+                .map_err(remote)?;
+        }
+        Ok(store)
+    }
+
+    /// The database file (for PostgreSQL: the server's URL, password masked).
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// The connection (for `store migrate`, which copies the tables as they are).
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    /// Which server the store is on.
+    pub fn dialect(&self) -> Dialect {
+        self.db.dialect()
+    }
+
     fn prepare(&mut self) -> Result<(), StoreError> {
         let busy = self.options.busy_timeout;
-        self.conn
-            .busy_timeout(busy)
-            .map_err(|e| self.read_error(e))?;
-        let found = schema::inspect(&self.conn).map_err(|e| self.read_error(e))?;
+        let Some(conn) = self.db.as_sqlite() else {
+            return Ok(());
+        };
+        let sqlite_err = |e| StoreError::from_sqlite(&self.path, e, busy);
+        conn.busy_timeout(busy).map_err(sqlite_err)?;
+        let found = schema::inspect(conn).map_err(sqlite_err)?;
         self.refuse(found)?;
         // WAL is a property of the file: this only writes when the file is not in WAL yet. A
         // filesystem without shared memory keeps the old journal, which still works.
-        let _mode: String = self
-            .conn
+        let _mode: String = conn
             .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
-            .map_err(|e| self.read_error(e))?;
-        self.conn
-            .execute_batch(
-                "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; \
-                 PRAGMA journal_size_limit = 8388608;",
-            )
-            .map_err(|e| self.read_error(e))?;
+            .map_err(sqlite_err)?;
+        conn.execute_batch(
+            "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; \
+             PRAGMA journal_size_limit = 8388608;",
+        )
+        .map_err(sqlite_err)?;
         // Closing the last connection would copy the WAL into the database and delete it, two
         // fsyncs on every exit and a new WAL (more fsyncs) on the next start. Kept instead, the
         // WAL is checkpointed as it fills (every 1,000 pages); what is committed survives a
         // killed process either way.
-        self.conn
-            .set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
-            .map_err(|e| self.read_error(e))?;
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
+            .map_err(sqlite_err)?;
         if found == Found::Ours(LATEST_VERSION) {
             return Ok(());
         }
         let outcome = self.write(|tx| {
+            let Some(tx) = tx.as_sqlite() else {
+                return Ok(Migrated::Done);
+            };
             Ok(match schema::inspect(tx)? {
                 Found::Empty => {
                     schema::migrate(tx, 0)?;
@@ -176,39 +225,77 @@ impl Store {
         }
     }
 
-    /// Runs `f` in one `BEGIN IMMEDIATE` transaction, retrying with jitter while another
-    /// connection holds the write lock. `f` may run several times, so it must only touch the
-    /// database.
+    /// Runs `f` in one write transaction (`BEGIN IMMEDIATE`; on PostgreSQL the schema's
+    /// advisory lock), retrying with jitter while another SQLite connection holds the write
+    /// lock. `f` may run several times, so it must only touch the database.
     pub(crate) fn write<T>(
         &mut self,
-        f: impl Fn(&Transaction<'_>) -> rusqlite::Result<T>,
+        f: impl Fn(&Db) -> hermes_sql::Result<T>,
     ) -> Result<T, StoreError> {
         let started = Instant::now();
         let mut attempt = 1;
         loop {
-            match try_write(&mut self.conn, &f) {
+            match self.db.write(&f) {
                 Ok(v) => return Ok(v),
-                Err(e) if is_busy(&e) && attempt < self.options.write_attempts => {
+                Err(SqlError::Sqlite(e))
+                    if is_busy(&e) && attempt < self.options.write_attempts =>
+                {
                     attempt += 1;
                     std::thread::sleep(Duration::from_millis(fastrand::u64(20..=150)));
                 }
-                Err(e) => return Err(StoreError::from_sqlite(&self.path, e, started.elapsed())),
+                Err(e) => return Err(self.error_after(e, started.elapsed())),
             }
         }
     }
 
     /// Maps the error of a read (which waited at most the busy timeout).
-    pub(crate) fn read_error(&self, e: rusqlite::Error) -> StoreError {
-        StoreError::from_sqlite(&self.path, e, self.options.busy_timeout)
+    pub(crate) fn read_error(&self, e: SqlError) -> StoreError {
+        self.error_after(e, self.options.busy_timeout)
+    }
+
+    fn error_after(&self, e: SqlError, waited: Duration) -> StoreError {
+        match e {
+            SqlError::Sqlite(e) => StoreError::from_sqlite(&self.path, e, waited),
+            other => StoreError::Remote {
+                server: self.path.display().to_string(),
+                detail: other.to_string(),
+            },
+        }
+    }
+
+    /// Every row of a read, as `T`.
+    pub(crate) fn read_rows<T>(
+        &self,
+        sql: &str,
+        params: &[hermes_sql::Value],
+        f: impl Fn(&Row) -> hermes_sql::Result<T>,
+    ) -> Result<Vec<T>, StoreError> {
+        self.db
+            .query(sql, params)
+            .and_then(|rows| rows.iter().map(&f).collect())
+            .map_err(|e| self.read_error(e))
+    }
+
+    /// The first row of a read, as `T`.
+    pub(crate) fn read_row<T>(
+        &self,
+        sql: &str,
+        params: &[hermes_sql::Value],
+        f: impl Fn(&Row) -> hermes_sql::Result<T>,
+    ) -> Result<Option<T>, StoreError> {
+        self.db
+            .query_row(sql, params)
+            .and_then(|r| r.as_ref().map(&f).transpose())
+            .map_err(|e| self.read_error(e))
     }
 }
 
-fn try_write<T>(
-    conn: &mut Connection,
-    f: &impl Fn(&Transaction<'_>) -> rusqlite::Result<T>,
-) -> rusqlite::Result<T> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let value = f(&tx)?;
-    tx.commit()?;
-    Ok(value)
+/// Every row of a query inside a transaction, as `T`.
+pub(crate) fn rows<T>(
+    db: &Db,
+    sql: &str,
+    params: &[hermes_sql::Value],
+    f: impl Fn(&Row) -> hermes_sql::Result<T>,
+) -> hermes_sql::Result<Vec<T>> {
+    db.query(sql, params)?.iter().map(f).collect()
 }

@@ -2,7 +2,7 @@
 //! overall, summed from the sessions' own counters (the Python Hermes's `/api/analytics/usage`
 //! queries, same field names). Sessions count on the day they started.
 
-use rusqlite::params;
+use hermes_sql::{Dialect, params};
 use serde::Serialize;
 
 use crate::{Store, StoreError};
@@ -53,60 +53,72 @@ pub struct UsageReport {
 impl Store {
     /// Usage of the sessions started after `since` (Unix seconds).
     pub fn usage_since(&self, since: f64) -> Result<UsageReport, StoreError> {
-        let daily = self
-            .conn
-            .prepare(
-                "SELECT date(started_at, 'unixepoch') AS day, SUM(input_tokens), \
-                 SUM(output_tokens), SUM(cache_read_tokens), SUM(reasoning_tokens), \
-                 COALESCE(SUM(estimated_cost_usd), 0), COUNT(*), SUM(api_call_count) \
-                 FROM sessions WHERE started_at > ?1 GROUP BY day ORDER BY day",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_map(params![since], |r| {
-                    Ok(DayUsage {
-                        day: r.get(0)?,
-                        input_tokens: r.get(1)?,
-                        output_tokens: r.get(2)?,
-                        cache_read_tokens: r.get(3)?,
-                        reasoning_tokens: r.get(4)?,
-                        estimated_cost: r.get(5)?,
-                        sessions: r.get(6)?,
-                        api_calls: r.get(7)?,
-                    })
-                })?
-                .collect::<rusqlite::Result<Vec<_>>>()
-            })
-            .map_err(|e| self.read_error(e))?;
-        let by_model = self
-            .conn
-            .prepare(
-                "SELECT model, SUM(input_tokens), SUM(output_tokens), \
-                 COALESCE(SUM(estimated_cost_usd), 0), COUNT(*), SUM(api_call_count) \
+        // Sums are cast so both servers give 64-bit integers (PostgreSQL sums bigints into
+        // numeric); the day is the UTC date of the start.
+        let day = match self.dialect() {
+            Dialect::Sqlite => "date(started_at, 'unixepoch')",
+            Dialect::Postgres => {
+                "to_char(to_timestamp(started_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD')"
+            }
+        };
+        let sum = |col: &str| format!("CAST(COALESCE(SUM({col}), 0) AS BIGINT)");
+        let daily = self.read_rows(
+            &format!(
+                "SELECT {day} AS day, {}, {}, {}, {}, COALESCE(SUM(estimated_cost_usd), 0), \
+                 COUNT(*), {} FROM sessions WHERE started_at > ?1 GROUP BY day ORDER BY day",
+                sum("input_tokens"),
+                sum("output_tokens"),
+                sum("cache_read_tokens"),
+                sum("reasoning_tokens"),
+                sum("api_call_count"),
+            ),
+            &params![since],
+            |r| {
+                Ok(DayUsage {
+                    day: r.get(0)?,
+                    input_tokens: r.get(1)?,
+                    output_tokens: r.get(2)?,
+                    cache_read_tokens: r.get(3)?,
+                    reasoning_tokens: r.get(4)?,
+                    estimated_cost: r.get(5)?,
+                    sessions: r.get(6)?,
+                    api_calls: r.get(7)?,
+                })
+            },
+        )?;
+        let by_model = self.read_rows(
+            &format!(
+                "SELECT model, {}, {}, COALESCE(SUM(estimated_cost_usd), 0), COUNT(*), {} \
                  FROM sessions WHERE started_at > ?1 AND model IS NOT NULL AND model != '' \
                  GROUP BY model ORDER BY SUM(input_tokens) + SUM(output_tokens) DESC",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_map(params![since], |r| {
-                    Ok(ModelUsage {
-                        model: r.get(0)?,
-                        input_tokens: r.get(1)?,
-                        output_tokens: r.get(2)?,
-                        estimated_cost: r.get(3)?,
-                        sessions: r.get(4)?,
-                        api_calls: r.get(5)?,
-                    })
-                })?
-                .collect::<rusqlite::Result<Vec<_>>>()
-            })
-            .map_err(|e| self.read_error(e))?;
+                sum("input_tokens"),
+                sum("output_tokens"),
+                sum("api_call_count"),
+            ),
+            &params![since],
+            |r| {
+                Ok(ModelUsage {
+                    model: r.get(0)?,
+                    input_tokens: r.get(1)?,
+                    output_tokens: r.get(2)?,
+                    estimated_cost: r.get(3)?,
+                    sessions: r.get(4)?,
+                    api_calls: r.get(5)?,
+                })
+            },
+        )?;
         let totals = self
-            .conn
-            .query_row(
-                "SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), \
-                 COALESCE(SUM(cache_read_tokens), 0), COALESCE(SUM(reasoning_tokens), 0), \
-                 COALESCE(SUM(estimated_cost_usd), 0), COUNT(*), \
-                 COALESCE(SUM(api_call_count), 0) FROM sessions WHERE started_at > ?1",
-                params![since],
+            .read_row(
+                &format!(
+                    "SELECT {}, {}, {}, {}, COALESCE(SUM(estimated_cost_usd), 0), COUNT(*), {} \
+                     FROM sessions WHERE started_at > ?1",
+                    sum("input_tokens"),
+                    sum("output_tokens"),
+                    sum("cache_read_tokens"),
+                    sum("reasoning_tokens"),
+                    sum("api_call_count"),
+                ),
+                &params![since],
                 |r| {
                     Ok(UsageTotals {
                         total_input: r.get(0)?,
@@ -118,8 +130,8 @@ impl Store {
                         total_api_calls: r.get(6)?,
                     })
                 },
-            )
-            .map_err(|e| self.read_error(e))?;
+            )?
+            .unwrap_or_default();
         Ok(UsageReport {
             daily,
             by_model,

@@ -19,7 +19,6 @@
 //! ([`SessionWriter::error`]) and later commands are still attempted.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
@@ -28,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use hermes_protocol::{Message, Role, Usage};
 
-use crate::{MessageMeta, NewSession, Store, StoreError, StoreOptions};
+use crate::{MessageMeta, NewSession, Store, StoreError, StoreLocation, StoreOptions};
 
 /// The longest streamed text may wait before it is committed.
 pub const STREAM_COMMIT_INTERVAL: Duration = Duration::from_millis(100);
@@ -107,8 +106,10 @@ impl Drop for Hub {
 }
 
 impl StoreWriter {
-    /// Starts the writer thread for the database at `db_path` (opened on that thread).
-    pub fn start(db_path: PathBuf, options: StoreOptions) -> StoreWriter {
+    /// Starts the writer thread for the database at `db_path` (a file or a PostgreSQL
+    /// schema; opened on that thread).
+    pub fn start(db_path: impl Into<StoreLocation>, options: StoreOptions) -> StoreWriter {
+        let db_path = db_path.into();
         let (tx, rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("hermes-store-writer".into())
@@ -164,7 +165,11 @@ pub struct SessionWriter {
 impl SessionWriter {
     /// A session on a writer thread of its own for the database at `db_path` (one-off tools
     /// and tests; a process with many sessions shares one [`StoreWriter`]).
-    pub fn spawn(db_path: PathBuf, start: SessionStart, options: StoreOptions) -> SessionWriter {
+    pub fn spawn(
+        db_path: impl Into<StoreLocation>,
+        start: SessionStart,
+        options: StoreOptions,
+    ) -> SessionWriter {
         StoreWriter::start(db_path, options).session(start)
     }
 
@@ -334,7 +339,7 @@ struct Partial {
 
 /// The writer thread: the connection, and the state of each session writing through it.
 struct Writer {
-    path: PathBuf,
+    path: StoreLocation,
     options: StoreOptions,
     store: Option<Store>,
     /// Why the database could not be opened, told to every session.
@@ -343,7 +348,7 @@ struct Writer {
 }
 
 impl Writer {
-    fn new(path: PathBuf, options: StoreOptions) -> Writer {
+    fn new(path: StoreLocation, options: StoreOptions) -> Writer {
         Writer {
             path,
             options,
@@ -354,7 +359,7 @@ impl Writer {
     }
 
     fn run(mut self, rx: Receiver<Envelope>) {
-        match Store::open_with(&self.path, self.options) {
+        match self.path.open_with(self.options) {
             Ok(store) => self.store = Some(store),
             Err(e) => self.open_error = Some(e),
         }

@@ -27,6 +27,7 @@ mod mock_server;
 pub mod openai_sse;
 pub mod peers;
 pub mod platforms;
+pub mod postgres;
 mod props;
 mod respond;
 mod responses_sse;

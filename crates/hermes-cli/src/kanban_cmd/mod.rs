@@ -24,9 +24,11 @@ use crate::error::CliError;
 impl From<KanbanError> for CliError {
     fn from(e: KanbanError) -> CliError {
         match e {
-            KanbanError::Sql(_) | KanbanError::Io { .. } | KanbanError::Open { .. } => {
-                CliError::runtime(e.to_string())
-            }
+            KanbanError::Sql(_)
+            | KanbanError::Io { .. }
+            | KanbanError::Open { .. }
+            | KanbanError::OpenRemote { .. }
+            | KanbanError::MigrationShort { .. } => CliError::runtime(e.to_string()),
             _ => CliError::config(e.to_string()),
         }
     }

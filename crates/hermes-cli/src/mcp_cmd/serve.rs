@@ -50,7 +50,8 @@ pub fn run(common: &CommonArgs, args: &ServeArgs) -> Result<ExitCode, CliError> 
             runtime: hermes.clone(),
             spec,
         }),
-    );
+    )
+    .with_store(hermes.store_location().clone());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -477,8 +477,8 @@ impl Repl {
     }
 
     fn list_sessions(&self) {
-        let db = self.home.join(hermes_store::DB_FILE_NAME);
-        let listed = hermes_store::Store::open(&db).and_then(|s| s.list_sessions(15, None));
+        let store = self.session.runtime().store_location();
+        let listed = store.open().and_then(|s| s.list_sessions(15, None));
         let sessions = match listed {
             Ok(s) if !s.is_empty() => s,
             Ok(_) => return self.say("No stored sessions yet."),
@@ -521,8 +521,8 @@ impl Repl {
         if key.is_empty() {
             return self.list_sessions();
         }
-        let db = self.home.join(hermes_store::DB_FILE_NAME);
-        let record = match hermes_store::Store::open(&db).and_then(|s| s.resolve_session(key)) {
+        let store = self.session.runtime().store_location();
+        let record = match store.open().and_then(|s| s.resolve_session(key)) {
             Ok(r) => r,
             Err(e) => return self.complain(&format!("Cannot resume `{key}`: {e}")),
         };

@@ -7,6 +7,7 @@ use super::*;
 mod cron;
 mod platforms;
 mod sandbox;
+mod store;
 mod terminal;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,6 +92,9 @@ pub async fn doctor(common: &CommonArgs, args: &DoctorArgs) -> Result<ExitCode, 
         ));
     }
     checks.push(sessions_check(&loaded.home));
+    if usable {
+        checks.extend(store::store_check(&loaded.home, &loaded.config, &loaded.env).await);
+    }
     checks.push(cron::cron_check(&loaded.home, &loaded.config, &loaded.env));
     checks.extend(memory_checks(&loaded));
     checks.push(home_check(&loaded.home));

@@ -6,7 +6,6 @@
 //! Turns in a stored session are in [`super::session_chat`]. Every answer carries the same
 //! client-safe fields: no system prompt, only whether one is stored.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -57,13 +56,14 @@ fn truthy(raw: Option<&str>) -> bool {
     })
 }
 
-/// The session database, or the 503 answer when this server has none.
-fn db_path(s: &Shared) -> Result<PathBuf, Box<Response>> {
+/// The session store (the home's file, or its PostgreSQL schema), or the 503 answer when this
+/// server has none.
+fn db_path(s: &Shared) -> Result<hermes_store::StoreLocation, Box<Response>> {
     s.config
         .backing
         .runtime
         .as_ref()
-        .map(|r| r.home().join(hermes_store::DB_FILE_NAME))
+        .map(|r| r.store_location().clone())
         .ok_or_else(|| {
             Box::new(error_response(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -81,7 +81,7 @@ pub(crate) async fn with_store<T: Send + 'static>(
 ) -> Result<T, Box<Response>> {
     let path = db_path(s)?;
     let done = tokio::task::spawn_blocking(move || {
-        let mut store = Store::open(&path)?;
+        let mut store = path.open()?;
         f(&mut store)
     })
     .await;

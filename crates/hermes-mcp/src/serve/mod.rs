@@ -10,7 +10,6 @@
 pub mod bridge;
 pub mod store;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -54,7 +53,7 @@ pub enum ServeError {
 /// The server: one per process, cloned per HTTP session.
 #[derive(Clone)]
 pub struct HermesServer {
-    db: PathBuf,
+    db: hermes_store::StoreLocation,
     bridge: Arc<dyn GatewayBridge>,
     chat: Arc<dyn ChatRunner>,
 }
@@ -72,6 +71,12 @@ impl HermesServer {
             bridge,
             chat,
         }
+    }
+
+    /// Reads the conversations from `store` instead (the one `store.backend` selects).
+    pub fn with_store(mut self, store: hermes_store::StoreLocation) -> HermesServer {
+        self.db = store;
+        self
     }
 
     /// Serves one client on stdin/stdout until it disconnects.

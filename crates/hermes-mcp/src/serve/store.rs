@@ -1,19 +1,20 @@
-//! The conversation tools of `hermes mcp serve`, read from the home's `sessions.db`: each
+//! The conversation tools of `hermes mcp serve`, read from the home's session store (its
+//! `sessions.db`, or its PostgreSQL schema with `store.backend: postgres`): each
 //! stored session is a conversation whose `session_key` is its id (an id prefix or a title
 //! finds it too). The database is opened per call, read-only in effect, on a blocking
 //! thread; a home without one has no conversations.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::LazyLock;
 
 use hermes_protocol::Role;
-use hermes_store::{SessionRecord, Store, StoreError, StoredMessage};
+use hermes_store::{SessionRecord, Store, StoreError, StoreLocation, StoredMessage};
 use regex::Regex;
 use serde_json::{Value, json};
 
 /// Conversations as the Python Hermes lists them (newest first).
 pub fn conversations(
-    db: &Path,
+    db: &StoreLocation,
     platform: Option<&str>,
     search: Option<&str>,
     limit: usize,
@@ -67,7 +68,7 @@ fn display_name(s: &SessionRecord, preview: &str) -> String {
 }
 
 /// One conversation's details.
-pub fn conversation(db: &Path, key: &str) -> Result<Value, String> {
+pub fn conversation(db: &StoreLocation, key: &str) -> Result<Value, String> {
     let (store, s) = find(db, key)?;
     let preview = store
         .messages(&s.id)
@@ -100,7 +101,7 @@ pub fn conversation(db: &Path, key: &str) -> Result<Value, String> {
 }
 
 /// The latest `limit` user and assistant messages with text, oldest first.
-pub fn messages(db: &Path, key: &str, limit: usize) -> Result<Value, String> {
+pub fn messages(db: &StoreLocation, key: &str, limit: usize) -> Result<Value, String> {
     let (store, s) = find(db, key)?;
     let all = store.messages(&s.id).map_err(|e| e.to_string())?;
     let chat: Vec<&StoredMessage> = all
@@ -131,7 +132,7 @@ pub fn messages(db: &Path, key: &str, limit: usize) -> Result<Value, String> {
 static MEDIA: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"MEDIA:\s*(\S+)").ok());
 
 /// The attachments of one message: `MEDIA:` references in its text.
-pub fn attachments(db: &Path, key: &str, message_id: &str) -> Result<Value, String> {
+pub fn attachments(db: &StoreLocation, key: &str, message_id: &str) -> Result<Value, String> {
     let (store, s) = find(db, key)?;
     let all = store.messages(&s.id).map_err(|e| e.to_string())?;
     let Some(m) = all.iter().find(|m| m.id.to_string() == message_id) else {
@@ -149,16 +150,18 @@ pub fn attachments(db: &Path, key: &str, message_id: &str) -> Result<Value, Stri
     Ok(json!({"message_id": message_id, "count": list.len(), "attachments": list}))
 }
 
-fn open(db: &Path) -> Result<Option<Store>, String> {
-    if !db.exists() {
+fn open(db: &StoreLocation) -> Result<Option<Store>, String> {
+    if let StoreLocation::File(path) = db
+        && !path.exists()
+    {
         return Ok(None);
     }
-    Store::open(db)
+    db.open()
         .map(Some)
         .map_err(|e| format!("Session database unavailable: {e}"))
 }
 
-fn find(db: &Path, key: &str) -> Result<(Store, SessionRecord), String> {
+fn find(db: &StoreLocation, key: &str) -> Result<(Store, SessionRecord), String> {
     let not_found = || format!("Conversation not found: {key}");
     let store = open(db)?.ok_or_else(not_found)?;
     match store.resolve_session(key) {
@@ -169,6 +172,6 @@ fn find(db: &Path, key: &str) -> Result<(Store, SessionRecord), String> {
 }
 
 /// The database file of a home.
-pub fn db_path(home: &Path) -> PathBuf {
-    home.join(hermes_store::DB_FILE_NAME)
+pub fn db_path(home: &Path) -> StoreLocation {
+    StoreLocation::File(home.join(hermes_store::DB_FILE_NAME))
 }
