@@ -129,6 +129,13 @@ impl Board {
         self.db.write(f)
     }
 
+    /// Runs several reads as one consistent view of the board, inside a (briefly held) write
+    /// transaction: otherwise a task row read before a worker's completion could be shown
+    /// with the events written after it.
+    pub fn consistent<T>(&self, f: impl FnOnce(&Board) -> Result<T>) -> Result<T> {
+        self.db.write(|_| f(self))
+    }
+
     /// Creates a task; `ready` without parents (or with all done), `todo` otherwise, `triage`
     /// when asked. A repeated `idempotency_key` returns the existing task's id.
     pub fn create(&self, new: &NewTask) -> Result<String> {

@@ -311,3 +311,37 @@ fn direct_moves_respect_parents_and_reopening_demotes_children() {
         Err(KanbanError::UnknownTask(_))
     ));
 }
+
+#[test]
+fn a_consistent_view_is_not_torn_by_a_concurrent_completion() {
+    // Regression: `kanban show` read the task row, then its events; a worker completing in
+    // between showed a `ready` task with a `completed` event.
+    let (dir, board) = board();
+    let id = task(&board, "race", &[]);
+    let other = Board::open(BoardPaths::resolve(dir.path(), None, &NoEnv).unwrap()).unwrap();
+    let (status_seen, events_seen) = board
+        .consistent(|b| {
+            let status = b.get(&id)?.status;
+            // Another process completes the task now; it must wait for this view to end.
+            let id2 = id.clone();
+            let writer = std::thread::spawn(move || done(&other, &id2));
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            let events: Vec<String> = b.events(&id, 0)?.into_iter().map(|e| e.kind).collect();
+            Ok((status, events, writer))
+        })
+        .map(|(s, e, writer)| {
+            writer.join().unwrap();
+            (s, e)
+        })
+        .unwrap();
+    assert_eq!(status_seen, "ready");
+    assert!(
+        !events_seen.iter().any(|k| k == "completed"),
+        "{events_seen:?}"
+    );
+    assert_eq!(
+        status(&board, &id),
+        "done",
+        "the completion went through after the view"
+    );
+}

@@ -79,10 +79,17 @@ pub fn list(tasks: &[Task], as_json: bool) {
 }
 
 pub fn show(board: &Board, id: &str, as_json: bool) -> Result<(), KanbanError> {
-    let task = board.get(id)?;
-    let (parents, children) = (board.parents(id)?, board.children(id)?);
-    let (comments, events, runs) = (board.comments(id)?, board.events(id, 0)?, board.runs(id)?);
-    let latest = board.latest_summary(id)?;
+    let (task, parents, children, comments, events, runs, latest) = board.consistent(|b| {
+        Ok((
+            b.get(id)?,
+            b.parents(id)?,
+            b.children(id)?,
+            b.comments(id)?,
+            b.events(id, 0)?,
+            b.runs(id)?,
+            b.latest_summary(id)?,
+        ))
+    })?;
     if as_json {
         println!(
             "{}",
