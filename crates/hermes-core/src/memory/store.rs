@@ -122,6 +122,20 @@ impl MemoryStore {
         self.limits
     }
 
+    /// The lock file that serialises writers of `target` (other processes included); the
+    /// memory directory is created first.
+    fn lock_file(&self, target: Target) -> Result<fd_lock::RwLock<std::fs::File>, MemoryError> {
+        std::fs::create_dir_all(&self.dir)
+            .map_err(|e| MemoryError(format!("cannot create {}: {e}", self.dir.display())))?;
+        let lock_path = self.dir.join(format!("{}.lock", target.file_name()));
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&lock_path)
+            .map(fd_lock::RwLock::new)
+            .map_err(|e| MemoryError(format!("cannot open {}: {e}", lock_path.display())))
+    }
+
     pub fn path(&self, target: Target) -> PathBuf {
         self.dir.join(target.file_name())
     }
@@ -145,19 +159,11 @@ impl MemoryStore {
             .enumerate()
             .map(|(i, op)| check_op(op).map_err(|e| numbered(ops.len(), i, e)))
             .collect::<Result<Vec<Op>, MemoryError>>()?;
-        std::fs::create_dir_all(&self.dir)
-            .map_err(|e| MemoryError(format!("cannot create {}: {e}", self.dir.display())))?;
-        let path = self.path(target);
-        let lock_path = self.dir.join(format!("{}.lock", target.file_name()));
-        let lock_file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&lock_path)
-            .map_err(|e| MemoryError(format!("cannot open {}: {e}", lock_path.display())))?;
-        let mut lock = fd_lock::RwLock::new(lock_file);
+        let mut lock = self.lock_file(target)?;
         let _held = lock
             .write()
-            .map_err(|e| MemoryError(format!("cannot lock {}: {e}", lock_path.display())))?;
+            .map_err(|e| MemoryError(format!("cannot lock {}: {e}", target.file_name())))?;
+        let path = self.path(target);
 
         let on_disk = file::read(&path).map_err(|e| {
             MemoryError(format!(
@@ -246,18 +252,10 @@ impl MemoryStore {
                 thousands(limit)
             )));
         }
-        std::fs::create_dir_all(&self.dir)
-            .map_err(|e| MemoryError(format!("cannot create {}: {e}", self.dir.display())))?;
-        let lock_path = self.dir.join(format!("{}.lock", target.file_name()));
-        let lock_file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&lock_path)
-            .map_err(|e| MemoryError(format!("cannot open {}: {e}", lock_path.display())))?;
-        let mut lock = fd_lock::RwLock::new(lock_file);
+        let mut lock = self.lock_file(target)?;
         let _held = lock
             .write()
-            .map_err(|e| MemoryError(format!("cannot lock {}: {e}", lock_path.display())))?;
+            .map_err(|e| MemoryError(format!("cannot lock {}: {e}", target.file_name())))?;
         let path = self.path(target);
         file::write(&path, &entries)
             .map_err(|e| MemoryError(format!("cannot write {}: {e}", path.display())))?;
