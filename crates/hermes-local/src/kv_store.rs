@@ -240,6 +240,14 @@ mod tests {
         // Bytes bound: a big entry pushes the older ones out.
         let small = KvStore::new(dir.path()).with_limits(10, 5);
         std::fs::write(small.path("big"), b"12345").unwrap();
+        // Newer than `a`'s use above for sure: file times are coarse (a clock tick), and a tie
+        // would let `a` sort first and push `big` out (a flaky failure once).
+        std::fs::File::options()
+            .append(true)
+            .open(small.path("big"))
+            .unwrap()
+            .set_modified(SystemTime::now() + Duration::from_secs(60))
+            .unwrap();
         small.evict();
         assert!(small.path("big").exists());
         assert!(!small.path("a").exists() && !small.path("c").exists());
