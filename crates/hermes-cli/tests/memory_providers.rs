@@ -192,7 +192,7 @@ fn an_unknown_provider_is_a_warning_and_the_session_still_works() {
     assert_eq!(stdout(&o), "hello\n");
     assert!(
         stderr(&o).contains(
-            "memory.provider `mem0` is not available in this build (available: holographic)"
+            "memory.provider `mem0` is not available in this build (available: holographic, honcho)"
         ),
         "{}",
         stderr(&o)
@@ -264,7 +264,7 @@ fn memory_status_shows_the_provider_and_its_fact_count() {
     let o = run(&other, &["memory"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
-        stdout(&o).contains("Memory provider: memory.provider `mem0` is not available in this build (available: holographic)"),
+        stdout(&o).contains("Memory provider: memory.provider `mem0` is not available in this build (available: holographic, honcho)"),
         "{}",
         stdout(&o)
     );

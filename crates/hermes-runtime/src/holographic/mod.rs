@@ -17,8 +17,7 @@ use serde_json::Value;
 
 pub use store::{Fact, FactStore, FactUpdate, Feedback, SearchQuery, StoreError};
 
-/// The provider names this build can attach.
-pub const PROVIDERS: &[&str] = &["holographic"];
+use crate::memory_providers::PROVIDERS;
 
 /// Facts recalled before a turn, at most.
 const RECALL_FACTS: usize = 5;
@@ -98,7 +97,7 @@ pub fn from_config(
         .map(str::trim)
         .unwrap_or("");
     match name {
-        "" | "builtin" | "none" => Ok(None),
+        "" | "builtin" | "none" | "honcho" => Ok(None),
         "holographic" | "hermes-memory-store" => Ok(Some(Arc::new(HolographicProvider::open(
             Settings::from_config(raw, home),
             scope.unwrap_or(""),
