@@ -493,3 +493,76 @@ fn memory_status_names_where_honcho_memory_goes() {
     );
     assert!(stdout(&o).ends_with(&expected), "{}", stdout(&o));
 }
+
+#[test]
+fn hermes_honcho_shows_and_changes_the_settings() {
+    let honcho = HonchoMock::start(Some(KEY));
+    let server = MockServer::start(Script::new(vec![]));
+    let home = home_with(&server, &honcho.base_url(), json!({}));
+    let ok = |args: &[&str]| {
+        let o = run(&home, args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        stdout(&o)
+    };
+    let file = home.hermes_home().join("honcho.json");
+    assert_eq!(
+        ok(&["honcho", "mode", "tools"]),
+        format!(
+            "  Recall mode -> tools  (Honcho tools only, no auto-injected context)\n  Saved to {}\n\n",
+            file.display()
+        )
+    );
+    ok(&["honcho", "peer", "--user", "bob", "--reasoning", "medium"]);
+    ok(&["honcho", "tokens", "--context", "900"]);
+    let mapped = ok(&["honcho", "map", "my project"]);
+    assert!(
+        mapped.starts_with("  Session name sanitized to: my-project\n"),
+        "{mapped}"
+    );
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let host = &saved["hosts"]["hermes"];
+    assert_eq!(
+        (
+            &host["recallMode"],
+            &host["peerName"],
+            &host["dialecticReasoningLevel"],
+            &host["contextTokens"]
+        ),
+        (
+            &json!("tools"),
+            &json!("bob"),
+            &json!("medium"),
+            &json!(900)
+        )
+    );
+    assert_eq!(host["apiKey"], KEY, "the rest of the file is kept");
+    let workdir = home.workdir().display().to_string();
+    assert_eq!(saved["sessions"][&workdir], "my-project");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "the file holds the key");
+    }
+    let status = ok(&["honcho", "status"]);
+    for line in [
+        "  Auth:           API key (...test-key)",
+        "  Workspace:      ws-test",
+        "  User peer:      bob",
+        "  Session key:    my-project",
+        "  Recall mode:    tools",
+        "  Context budget: 900 tokens",
+        "  Reasoning:      base=medium, cap=high, heuristic=on",
+        "  Connection... OK",
+    ] {
+        assert!(status.contains(line), "{line:?} in\n{status}");
+    }
+    assert_eq!(
+        honcho.routes(),
+        ["POST /v3/workspaces"],
+        "status checks the connection"
+    );
+    let refused = run(&home, &["honcho", "mode", "psychic"]);
+    assert!(!refused.status.success());
+    assert!(stderr(&refused).contains("Invalid mode 'psychic'. Options: hybrid, context, tools"));
+}

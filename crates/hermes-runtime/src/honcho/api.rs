@@ -239,6 +239,11 @@ impl Api {
             .map(|_| ())
     }
 
+    /// Whether the server answers with these credentials (the workspace get-or-create).
+    pub async fn check(&self) -> Result<(), HonchoError> {
+        self.ensure_workspace().await
+    }
+
     pub async fn get_or_create_peer(&self, peer: &str) -> Result<(), HonchoError> {
         self.call(
             reqwest::Method::POST,

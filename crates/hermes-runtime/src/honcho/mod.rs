@@ -25,7 +25,7 @@ use tokio::task::JoinSet;
 
 pub use api::{Api, HonchoError};
 pub use config::{HonchoConfig, RecallMode, WriteFrequency};
-pub use text::SessionOrigin;
+pub use text::{SessionOrigin, session_name};
 
 /// How many background writes and refreshes may be outstanding; more are dropped (the next
 /// turn's refresh supersedes a recall, a message batch stays buffered for the next flush).
