@@ -427,12 +427,14 @@ listed = [c.content for c in scope.list(size=10).items]
 queried = [c.content for c in scope.query("bees", top_k=5)]
 rep = bot.representation(target="ann")
 scope.delete(created[0].id)
+uploaded = s.upload_file(file=("notes.md", b"Ann keeps bees too", "text/plain"), peer=ann)
 print(json.dumps({
     "observe_me": config.observe_me, "sent": [m.content for m in sent],
     "context_messages": [m.content for m in ctx.messages], "summary": ctx.summary is None,
     "card": card, "got_card": bot.get_card(target="ann"), "peer_context_card": pctx.peer_card,
     "answer": answer, "found": sorted(m.content for m in found), "listed": listed,
     "queried": queried, "representation": rep, "after_delete": len(scope.list().items),
+    "uploaded": [(m.peer_id, m.content) for m in uploaded],
 }))
 "#;
 
@@ -473,6 +475,7 @@ fn the_official_sdk_reads_every_answer_of_the_double() {
             "answer": "Ann keeps bees.", "found": ["Bees are great", "I keep bees"],
             "listed": ["Ann keeps bees"], "queried": ["Ann keeps bees"],
             "representation": "## Explicit Observations\n- Ann keeps bees", "after_delete": 0,
+            "uploaded": [["ann", "Ann keeps bees too"]],
         })
     );
 }
@@ -565,4 +568,31 @@ fn hermes_honcho_shows_and_changes_the_settings() {
     let refused = run(&home, &["honcho", "mode", "psychic"]);
     assert!(!refused.status.success());
     assert!(stderr(&refused).contains("Invalid mode 'psychic'. Options: hybrid, context, tools"));
+}
+
+#[test]
+fn local_memory_files_go_to_a_new_honcho_session_once() {
+    let honcho = HonchoMock::start(Some(KEY));
+    let server = MockServer::start(Script::new(vec![Turn::text("Hi."), Turn::text("Again.")]));
+    let home = home_with(&server, &honcho.base_url(), json!({}));
+    home.write_file("memories/USER.md", "Name: Ann\n§\nPrefers tea");
+    let o = run(&home, &["-z", "hello, who am I?"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let uploads = honcho.uploads();
+    assert_eq!(uploads.len(), 1, "{uploads:?}");
+    assert_eq!(uploads[0]["peer_id"], "ann");
+    assert_eq!(uploads[0]["file"]["filename"], "user_profile.md");
+    assert_eq!(
+        serde_json::from_str::<Value>(uploads[0]["metadata"].as_str().unwrap()).unwrap(),
+        json!({"source": "local_memory", "original_file": "USER.md", "target_peer": "user"})
+    );
+    assert_eq!(
+        uploads[0]["file"]["text"],
+        "<prior_memory_file>\n<context>\nThis file was consolidated from local conversations BEFORE Honcho was activated.\n\
+         User profile and preferences. Treat as foundational context for this user.\n</context>\n\nName: Ann\n§\nPrefers tea\n</prior_memory_file>\n"
+    );
+    // The session has messages now: the next run imports nothing.
+    let o = run(&home, &["-z", "and again?"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(honcho.uploads().len(), 1);
 }

@@ -47,7 +47,7 @@ pub fn select(
                 chat_key: spec.chat_key.as_deref().or(spec.memory_scope.as_deref()),
             };
             let user = spec.origin.as_ref().and_then(|o| o.user_id.as_deref());
-            match HonchoProvider::new(cfg, &origin, user) {
+            match HonchoProvider::new(cfg, &origin, user, runtime.home().join("memories")) {
                 Ok(p) => Some(Arc::new(p)),
                 Err(e) => {
                     runtime.warn(&e.to_string());

@@ -494,9 +494,11 @@ impl Session {
     /// Starts a fresh stored session for the rest of the conversation (`/new`); returns its id.
     /// The memory provider is told the old conversation ended, in the background.
     pub fn new_conversation(&mut self) -> String {
-        if let Some(provider) = self.memory.clone() {
+        if let Some(provider) = self.memory.clone()
+            && let Ok(handle) = tokio::runtime::Handle::try_current()
+        {
             let history = std::mem::take(&mut self.history);
-            tokio::spawn(async move {
+            handle.spawn(async move {
                 hermes_core::memory::provider::end_session(
                     provider.as_ref(),
                     &history,

@@ -302,6 +302,46 @@ impl Api {
         Ok(())
     }
 
+    /// Uploads a text file as messages of `peer` in the session (Honcho splits it).
+    pub async fn upload_file(
+        &self,
+        session: &str,
+        peer: &str,
+        filename: &str,
+        text: String,
+        metadata: &Value,
+    ) -> Result<(), HonchoError> {
+        self.ensure_workspace().await?;
+        let part = reqwest::multipart::Part::text(text)
+            .file_name(filename.to_string())
+            .mime_str("text/plain")
+            .map_err(|e| HonchoError::Transport(e.to_string()))?;
+        let form = reqwest::multipart::Form::new()
+            .part("file", part)
+            .text("peer_id", peer.to_string())
+            .text("metadata", metadata.to_string());
+        let mut request = self
+            .http
+            .post(self.url(&format!("/sessions/{}/messages/upload", seg(session))))
+            .timeout(self.timeout)
+            .multipart(form);
+        if let Some(key) = &self.key {
+            request = request.bearer_auth(key);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| HonchoError::Transport(e.without_url().to_string()))?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(HonchoError::Status {
+                status: status.as_u16(),
+                detail: status.canonical_reason().unwrap_or("").to_string(),
+            });
+        }
+        Ok(())
+    }
+
     pub async fn session_context(
         &self,
         session: &str,

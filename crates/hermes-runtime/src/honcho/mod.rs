@@ -15,6 +15,7 @@ pub mod config;
 mod text;
 mod tools;
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use hermes_core::memory::provider::{MemoryAction, MemoryProvider, MemoryWrite, ProviderError};
@@ -65,6 +66,8 @@ struct RecallState {
 
 pub(crate) struct Inner {
     cfg: HonchoConfig,
+    /// `$HERMES_HOME/memories`: MEMORY.md and USER.md go to a new Honcho session once.
+    memories: PathBuf,
     api: Api,
     id: Identity,
     ready: OnceCell<()>,
@@ -105,6 +108,7 @@ impl HonchoProvider {
         cfg: HonchoConfig,
         origin: &SessionOrigin<'_>,
         runtime_user: Option<&str>,
+        memories: PathBuf,
     ) -> Result<HonchoProvider, SetupError> {
         if !cfg.usable() {
             return Err(SetupError::NotConfigured {
@@ -131,6 +135,7 @@ impl HonchoProvider {
         Ok(HonchoProvider {
             inner: Arc::new(Inner {
                 cfg,
+                memories,
                 api,
                 id,
                 ready: OnceCell::new(),
@@ -166,10 +171,72 @@ impl Inner {
                             (&self.id.ai_peer, o.ai_observe_me, o.ai_observe_others),
                         ],
                     )
-                    .await
+                    .await?;
+                // Under `per-session` every run is a fresh session: uploading the files to
+                // each would flood Honcho with duplicates, so Python skips it too.
+                if self.cfg.session_strategy != config::SessionStrategy::PerSession {
+                    self.migrate_memory_files().await;
+                }
+                Ok::<(), HonchoError>(())
             })
             .await
             .map(|_| ())
+    }
+
+    /// A Honcho session with no messages yet gets the local memory files, wrapped as prior
+    /// memory (Python's `migrate_memory_files`); a failure only loses the import.
+    async fn migrate_memory_files(&self) {
+        let empty = self
+            .api
+            .session_context(&self.id.session, &api::ContextQuery::default())
+            .await
+            .is_ok_and(|ctx| ctx.messages.is_empty());
+        if !empty {
+            return;
+        }
+        let files = [
+            (
+                "MEMORY.md",
+                "consolidated_memory.md",
+                "Long-term agent notes and preferences",
+                &self.id.user_peer,
+                "user",
+            ),
+            (
+                "USER.md",
+                "user_profile.md",
+                "User profile and preferences",
+                &self.id.user_peer,
+                "user",
+            ),
+            (
+                "SOUL.md",
+                "agent_soul.md",
+                "Agent persona and identity configuration",
+                &self.id.ai_peer,
+                "ai",
+            ),
+        ];
+        for (file, upload_name, description, peer, kind) in files {
+            let Ok(content) = std::fs::read_to_string(self.memories.join(file)) else {
+                continue;
+            };
+            let content = content.trim();
+            if content.is_empty() {
+                continue;
+            }
+            let wrapped = format!(
+                "<prior_memory_file>\n<context>\nThis file was consolidated from local conversations BEFORE Honcho was activated.\n{description}. Treat as foundational context for this user.\n</context>\n\n{content}\n</prior_memory_file>\n"
+            );
+            let metadata = serde_json::json!({"source": "local_memory", "original_file": file, "target_peer": kind});
+            if let Err(e) = self
+                .api
+                .upload_file(&self.id.session, peer, upload_name, wrapped, &metadata)
+                .await
+            {
+                tracing::debug!("honcho: uploading {file} failed: {e}");
+            }
+        }
     }
 
     /// Runs `work` in the background unless too much is outstanding already.
@@ -429,18 +496,22 @@ impl Inner {
             return String::new();
         }
         if self.ready.get().is_none() {
-            let wait = if turn == 1 {
-                self.cfg.first_turn_base_wait
-            } else {
-                std::time::Duration::ZERO
-            };
-            match tokio::time::timeout(wait, self.ensure_ready()).await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
+            // The setup runs on its own task: a slow Honcho finishes it for a later turn
+            // instead of having it cancelled by the first turn's deadline.
+            let me = Arc::clone(self);
+            let setup = async move {
+                if let Err(e) = me.ensure_ready().await {
                     tracing::debug!("honcho session not ready: {e}");
-                    return String::new();
                 }
-                Err(_) => return String::new(),
+            };
+            if turn == 1 {
+                let task = tokio::spawn(setup);
+                let _ = tokio::time::timeout(self.cfg.first_turn_base_wait, task).await;
+            } else {
+                self.spawn(Work::Refresh, setup);
+            }
+            if self.ready.get().is_none() {
+                return String::new();
             }
         }
         if text::is_trivial(query) {

@@ -62,6 +62,8 @@ struct State {
     representations: BTreeMap<(String, String), String>,
     summaries: BTreeMap<String, String>,
     chat_answers: Vec<String>,
+    /// The form fields of each file upload.
+    uploads: Vec<Value>,
     next_id: u64,
 }
 
@@ -126,8 +128,13 @@ fn matches(query: &str, content: &str) -> bool {
 
 impl HonchoService {
     fn handle(&self, req: MockRequest) -> MockResponse {
+        let multipart = req
+            .header("content-type")
+            .is_some_and(|c| c.starts_with("multipart/form-data"));
         let body: Value = if req.body.is_empty() {
             Value::Null
+        } else if multipart {
+            req.params()
         } else {
             match serde_json::from_slice(&req.body) {
                 Ok(v) => v,
@@ -286,6 +293,33 @@ impl HonchoService {
                     200,
                     &json!({"id": session, "is_active": true, "workspace_id": ws, "metadata": {}, "configuration": {}, "created_at": CREATED_AT}),
                 )
+            }
+            ["sessions", session, "messages", "upload"] => {
+                // The server turns the file into messages of the peer; one here.
+                let (Some(peer), Some(text)) = (
+                    body.get("peer_id").and_then(Value::as_str),
+                    body.pointer("/file/text").and_then(Value::as_str),
+                ) else {
+                    return invalid(&["body", "file"], "file and peer_id are required");
+                };
+                let mut st = self.lock();
+                if !st
+                    .sessions
+                    .contains_key(&(ws.to_string(), session.to_string()))
+                {
+                    return detail(404, &format!("Session {session} not found"));
+                }
+                st.next_id += 1;
+                let m = StoredMessage {
+                    id: format!("msg_{}", st.next_id),
+                    session: session.to_string(),
+                    peer: peer.to_string(),
+                    content: text.to_string(),
+                };
+                let out = message_json(&m, ws);
+                st.uploads.push(body.clone());
+                st.messages.push(m);
+                MockResponse::json(200, &json!([out]))
             }
             ["sessions", session, "messages"] => {
                 let Some(items) = body.get("messages").and_then(Value::as_array) else {
@@ -712,6 +746,11 @@ impl HonchoMock {
 
     pub fn messages(&self) -> Vec<StoredMessage> {
         self.service.lock().messages.clone()
+    }
+
+    /// Each file upload's form: `peer_id`, `metadata` and `file` (`filename`, `text`, ...).
+    pub fn uploads(&self) -> Vec<Value> {
+        self.service.lock().uploads.clone()
     }
 
     pub fn conclusions(&self) -> Vec<StoredConclusion> {
