@@ -102,6 +102,26 @@ fn a_session_one_machine_records_is_found_from_another() {
     );
     // Nothing went to the local file of the home that recorded it.
     assert!(!a.hermes_home().join("sessions.db").exists());
+    // `hermes status` counts the server's sessions, not a local file's (regression: it read
+    // sessions.db), and doctor's `sessions` line defers to its `store` check.
+    let status = ok(&b, &["status"]);
+    let line = status
+        .lines()
+        .find(|l| l.trim_start().starts_with("sessions"))
+        .unwrap_or_default();
+    assert!(
+        line.ends_with(&format!(
+            "1 session in PostgreSQL ({} (schema sessions))",
+            url
+        )),
+        "{status}"
+    );
+    let doctor = stdout(&run(&b, &["doctor", "--offline"]));
+    assert!(
+        doctor.contains("sessions     kept in PostgreSQL (")
+            && doctor.contains("), checked by `store`"),
+        "{doctor}"
+    );
     assert_eq!(
         pg.psql("team", "SELECT COUNT(*) FROM sessions.messages")
             .unwrap(),

@@ -69,7 +69,7 @@ pub fn vocabulary(
         providers,
         toolsets,
         skins_dir: home.join("skins"),
-        sessions_db: home.join(hermes_store::DB_FILE_NAME),
+        sessions: Some(session.runtime().store_location().clone()),
         cwd: std::env::current_dir().unwrap_or(base.cwd),
         skills: Some(session.skills().clone()),
     }

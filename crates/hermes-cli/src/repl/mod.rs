@@ -125,7 +125,9 @@ impl Repl {
         view.set_switches(Switches::from_config(&config.raw));
         let vocabulary = Arc::new(std::sync::Mutex::new(Vocabulary {
             skins_dir: home.join("skins"),
-            sessions_db: home.join(hermes_store::DB_FILE_NAME),
+            sessions: Some(hermes_store::StoreLocation::File(
+                home.join(hermes_store::DB_FILE_NAME),
+            )),
             ..Vocabulary::default()
         }));
         let input = if interactive {

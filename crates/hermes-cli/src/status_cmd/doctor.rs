@@ -91,7 +91,7 @@ pub async fn doctor(common: &CommonArgs, args: &DoctorArgs) -> Result<ExitCode, 
             "fix config.yaml first",
         ));
     }
-    checks.push(sessions_check(&loaded.home));
+    checks.push(sessions_check(&loaded));
     if usable {
         checks.extend(store::store_check(&loaded.home, &loaded.config, &loaded.env).await);
     }
@@ -721,8 +721,21 @@ fn browser_check(loaded: &Loaded) -> Option<Check> {
     })
 }
 
-/// sessions.db opens (read-only) and passes `PRAGMA quick_check`.
-fn sessions_check(home: &HermesHome) -> Check {
+/// sessions.db opens (read-only) and passes `PRAGMA quick_check`; with the PostgreSQL store
+/// the `store` check covers the history instead.
+fn sessions_check(loaded: &Loaded) -> Check {
+    let home = &loaded.home;
+    if let Ok(location @ hermes_store::StoreLocation::Postgres { .. }) =
+        hermes_runtime::store_location(home, &loaded.config, &loaded.env)
+    {
+        return Check::ok(
+            "sessions",
+            format!(
+                "kept in PostgreSQL ({}), checked by `store`",
+                location.display()
+            ),
+        );
+    }
     let path = home.join(hermes_store::DB_FILE_NAME);
     let shown = path.display();
     let aside = format!(

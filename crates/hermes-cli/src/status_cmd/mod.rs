@@ -236,7 +236,7 @@ fn status_rows(loaded: &Loaded) -> Vec<(&'static str, String)> {
     rows.push(("fallbacks", fallback_text(&loaded.config)));
     rows.push(("tools", tools_text(loaded, spec.as_ref().ok())));
     rows.push(("memory", memory_text(loaded)));
-    rows.push(("sessions", sessions_text(home)));
+    rows.push(("sessions", sessions_text(home, loaded)));
     let python_db = home.join(hermes_store::import::PYTHON_DB_FILE_NAME);
     if python_db.is_file() {
         let ours = home.join(hermes_store::DB_FILE_NAME);
@@ -433,7 +433,30 @@ fn count(n: u64, what: &str) -> String {
     plural(usize::try_from(n).unwrap_or(usize::MAX), what)
 }
 
-fn sessions_text(home: &HermesHome) -> String {
+fn sessions_text(home: &HermesHome, loaded: &Loaded) -> String {
+    // With `store.backend: postgres` the history is on the server; a sessions.db left from
+    // before would only mislead.
+    if let Ok(location @ hermes_store::StoreLocation::Postgres { .. }) =
+        hermes_runtime::store_location(home, &loaded.config, &loaded.env)
+    {
+        let all = hermes_store::SessionPage {
+            limit: usize::MAX,
+            offset: 0,
+            source: None,
+            include_children: true,
+        };
+        return match location.open().and_then(|s| s.count_sessions_page(&all)) {
+            Ok(n) => format!(
+                "{} in PostgreSQL ({})",
+                plural(n, "session"),
+                location.display()
+            ),
+            Err(e) => format!(
+                "PostgreSQL store {}: {e} (`hermes doctor` says what to do)",
+                location.display()
+            ),
+        };
+    }
     let path = home.join(hermes_store::DB_FILE_NAME);
     if !path.exists() {
         return "none yet (sessions.db is created by the first chat)".into();

@@ -26,8 +26,8 @@ pub struct Vocabulary {
     pub toolsets: Vec<String>,
     /// `$HERMES_HOME/skins`.
     pub skins_dir: PathBuf,
-    /// `$HERMES_HOME/sessions.db`.
-    pub sessions_db: PathBuf,
+    /// Where the stored sessions are (`sessions.db`, or PostgreSQL with `store.backend`).
+    pub sessions: Option<hermes_store::StoreLocation>,
     /// Where `@` paths are relative to.
     pub cwd: PathBuf,
     /// The session's skills, offered as `/<skill-name>`.
@@ -173,8 +173,13 @@ impl SlashCompleter {
         {
             return list.clone();
         }
-        let list: Vec<StoredSession> = if self.vocabulary.sessions_db.is_file() {
-            hermes_store::Store::open(&self.vocabulary.sessions_db)
+        let location = self.vocabulary.sessions.clone().filter(|l| match l {
+            hermes_store::StoreLocation::File(p) => p.is_file(),
+            hermes_store::StoreLocation::Postgres { .. } => true,
+        });
+        let list: Vec<StoredSession> = if let Some(location) = location {
+            location
+                .open()
                 .and_then(|s| s.list_sessions(SESSION_LIMIT, None))
                 .map(|sessions| {
                     sessions
@@ -305,7 +310,7 @@ mod tests {
             providers: vec!["openrouter".into(), "openai".into()],
             toolsets: vec!["file".into(), "terminal".into()],
             skins_dir: dir.join("skins"),
-            sessions_db: dir.join("sessions.db"),
+            sessions: Some(hermes_store::StoreLocation::File(dir.join("sessions.db"))),
             cwd: dir.to_path_buf(),
             skills: Some(Arc::new(Library::new(
                 dir.join("skills"),

@@ -221,6 +221,25 @@ impl Api {
         self.send(method, self.url(path), query, body).await
     }
 
+    async fn get<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+        query: &[(&str, String)],
+    ) -> Result<T, HonchoError> {
+        decode(self.call(reqwest::Method::GET, path, query, None).await?)
+    }
+
+    async fn post<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+        body: Value,
+    ) -> Result<T, HonchoError> {
+        decode(
+            self.call(reqwest::Method::POST, path, &[], Some(body))
+                .await?,
+        )
+    }
+
     /// `POST /v3/workspaces` once per client: get-or-create, as the SDK does.
     async fn ensure_workspace(&self) -> Result<(), HonchoError> {
         self.workspace_ready
@@ -354,21 +373,10 @@ impl Api {
         if let Some(t) = q.tokens {
             query.push(("tokens", t.to_string()));
         }
-        if let Some(t) = q.peer_target {
-            query.push(("peer_target", t.to_string()));
-        }
-        if let Some(p) = q.peer_perspective {
-            query.push(("peer_perspective", p.to_string()));
-        }
-        let v = self
-            .call(
-                reqwest::Method::GET,
-                &format!("/sessions/{}/context", seg(session)),
-                &query,
-                None,
-            )
-            .await?;
-        decode(v)
+        optional(&mut query, "peer_target", q.peer_target);
+        optional(&mut query, "peer_perspective", q.peer_perspective);
+        self.get(&format!("/sessions/{}/context", seg(session)), &query)
+            .await
     }
 
     pub async fn peer_context(
@@ -378,21 +386,10 @@ impl Api {
         search_query: Option<&str>,
     ) -> Result<PeerContext, HonchoError> {
         let mut query = Vec::new();
-        if let Some(t) = target {
-            query.push(("target", t.to_string()));
-        }
-        if let Some(s) = search_query {
-            query.push(("search_query", s.to_string()));
-        }
-        let v = self
-            .call(
-                reqwest::Method::GET,
-                &format!("/peers/{}/context", seg(peer)),
-                &query,
-                None,
-            )
-            .await?;
-        decode(v)
+        optional(&mut query, "target", target);
+        optional(&mut query, "search_query", search_query);
+        self.get(&format!("/peers/{}/context", seg(peer)), &query)
+            .await
     }
 
     pub async fn representation(
@@ -404,31 +401,22 @@ impl Api {
         if let Some(t) = target {
             body.insert("target".into(), json!(t));
         }
-        let v = self
-            .call(
-                reqwest::Method::POST,
+        let answer: Representation = self
+            .post(
                 &format!("/peers/{}/representation", seg(peer)),
-                &[],
-                Some(Value::Object(body)),
+                Value::Object(body),
             )
             .await?;
-        Ok(decode::<Representation>(v)?.representation)
+        Ok(answer.representation)
     }
 
     pub async fn card(&self, peer: &str, target: Option<&str>) -> Result<Vec<String>, HonchoError> {
-        let query: Vec<(&str, String)> = target
-            .map(|t| ("target", t.to_string()))
-            .into_iter()
-            .collect();
-        let v = self
-            .call(
-                reqwest::Method::GET,
-                &format!("/peers/{}/card", seg(peer)),
-                &query,
-                None,
-            )
+        let mut query = Vec::new();
+        optional(&mut query, "target", target);
+        let card: Card = self
+            .get(&format!("/peers/{}/card", seg(peer)), &query)
             .await?;
-        Ok(decode::<Card>(v)?.peer_card.unwrap_or_default())
+        Ok(card.peer_card.unwrap_or_default())
     }
 
     pub async fn set_card(
@@ -437,10 +425,8 @@ impl Api {
         target: Option<&str>,
         card: &[String],
     ) -> Result<Vec<String>, HonchoError> {
-        let query: Vec<(&str, String)> = target
-            .map(|t| ("target", t.to_string()))
-            .into_iter()
-            .collect();
+        let mut query = Vec::new();
+        optional(&mut query, "target", target);
         let v = self
             .call(
                 reqwest::Method::PUT,
@@ -467,15 +453,10 @@ impl Api {
         if let Some(l) = reasoning_level {
             body["reasoning_level"] = json!(l);
         }
-        let v = self
-            .call(
-                reqwest::Method::POST,
-                &format!("/peers/{}/chat", seg(peer)),
-                &[],
-                Some(body),
-            )
+        let answer: ChatAnswer = self
+            .post(&format!("/peers/{}/chat", seg(peer)), body)
             .await?;
-        Ok(decode::<ChatAnswer>(v)?.content.unwrap_or_default())
+        Ok(answer.content.unwrap_or_default())
     }
 
     /// Messages across the workspace matching `query`, seen from `peer_perspective`.
@@ -485,15 +466,11 @@ impl Api {
         peer_perspective: &str,
         limit: usize,
     ) -> Result<Vec<ApiMessage>, HonchoError> {
-        let v = self
-            .call(
-                reqwest::Method::POST,
-                "/search",
-                &[],
-                Some(json!({"query": query, "filters": {"peer_perspective": peer_perspective}, "limit": limit})),
-            )
-            .await?;
-        decode(v)
+        self.post(
+            "/search",
+            json!({"query": query, "filters": {"peer_perspective": peer_perspective}, "limit": limit}),
+        )
+        .await
     }
 
     /// Messages `peer` wrote matching `query` (the fallback of older servers).
@@ -503,15 +480,11 @@ impl Api {
         query: &str,
         limit: usize,
     ) -> Result<Vec<ApiMessage>, HonchoError> {
-        let v = self
-            .call(
-                reqwest::Method::POST,
-                &format!("/peers/{}/search", seg(peer)),
-                &[],
-                Some(json!({"query": query, "filters": null, "limit": limit})),
-            )
-            .await?;
-        decode(v)
+        self.post(
+            &format!("/peers/{}/search", seg(peer)),
+            json!({"query": query, "filters": null, "limit": limit}),
+        )
+        .await
     }
 
     pub async fn create_conclusion(
@@ -560,16 +533,12 @@ impl Api {
         query: &str,
         top_k: usize,
     ) -> Result<Vec<Conclusion>, HonchoError> {
-        let v = self
-            .call(
-                reqwest::Method::POST,
-                "/conclusions/query",
-                &[],
-                Some(json!({"query": query, "top_k": top_k,
-                    "filters": {"observer_id": observer, "observed_id": observed}})),
-            )
-            .await?;
-        decode(v)
+        self.post(
+            "/conclusions/query",
+            json!({"query": query, "top_k": top_k,
+                "filters": {"observer_id": observer, "observed_id": observed}}),
+        )
+        .await
     }
 
     pub async fn delete_conclusion(&self, id: &str) -> Result<(), HonchoError> {
@@ -581,6 +550,12 @@ impl Api {
         )
         .await
         .map(|_| ())
+    }
+}
+
+fn optional<'a>(query: &mut Vec<(&'a str, String)>, key: &'a str, value: Option<&str>) {
+    if let Some(v) = value {
+        query.push((key, v.to_string()));
     }
 }
 

@@ -90,6 +90,20 @@ fn invalid(loc: &[&str], msg: &str) -> MockResponse {
     )
 }
 
+/// The `id` of a create body, or FastAPI's refusal.
+fn body_id(body: &Value) -> Result<&str, MockResponse> {
+    let Some(id) = body.get("id").and_then(Value::as_str) else {
+        return Err(invalid(&["body", "id"], "Field required"));
+    };
+    if !valid_id(id) {
+        return Err(invalid(
+            &["body", "id"],
+            "String should match pattern '^[a-zA-Z0-9_-]+$'",
+        ));
+    }
+    Ok(id)
+}
+
 fn valid_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 512
@@ -157,15 +171,10 @@ impl HonchoService {
         let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
         match (req.method.as_str(), parts.as_slice()) {
             ("POST", ["v3", "workspaces"]) => {
-                let Some(id) = body.get("id").and_then(Value::as_str) else {
-                    return invalid(&["body", "id"], "Field required");
+                let id = match body_id(&body) {
+                    Ok(id) => id,
+                    Err(refused) => return refused,
                 };
-                if !valid_id(id) {
-                    return invalid(
-                        &["body", "id"],
-                        "String should match pattern '^[a-zA-Z0-9_-]+$'",
-                    );
-                }
                 let mut st = self.lock();
                 if !st.workspaces.iter().any(|w| w == id) {
                     st.workspaces.push(id.to_string());
@@ -227,15 +236,10 @@ impl HonchoService {
         }
         match rest {
             ["peers"] => {
-                let Some(id) = body.get("id").and_then(Value::as_str) else {
-                    return invalid(&["body", "id"], "Field required");
+                let id = match body_id(body) {
+                    Ok(id) => id,
+                    Err(refused) => return refused,
                 };
-                if !valid_id(id) {
-                    return invalid(
-                        &["body", "id"],
-                        "String should match pattern '^[a-zA-Z0-9_-]+$'",
-                    );
-                }
                 let mut st = self.lock();
                 let key = (ws.to_string(), id.to_string());
                 if !st.peers.contains(&key) {
