@@ -1,9 +1,16 @@
 //! The `holographic` memory provider (Python's `hermes-memory-store` plugin): a local SQLite
 //! fact store the model writes through the `fact_store` tool and rates through
-//! `fact_feedback`; before each turn the facts best matching the user's message (FTS5 rank and
-//! word overlap, times trust) are recalled into it. Selected with `memory.provider:
-//! holographic`; settings under `plugins.hermes-memory-store`.
+//! `fact_feedback`; facts are linked to the entities named in them and encoded as HRR
+//! vectors, which `probe`, `related`, `reason` and `contradict` query algebraically. Before
+//! each turn the facts best matching the user's message (FTS5 rank, word overlap and vector
+//! similarity, times trust) are recalled into it; with `auto_extract` the user's stated
+//! preferences and decisions become facts when the session ends. Selected with
+//! `memory.provider: holographic`; settings under `plugins.hermes-memory-store`.
 
+mod entities;
+mod extract;
+mod hrr;
+mod retrieval;
 mod store;
 mod tools;
 
@@ -15,7 +22,8 @@ use hermes_core::memory::provider::{MemoryProvider, ProviderError};
 use hermes_tools::Tool;
 use serde_json::Value;
 
-pub use store::{Fact, FactStore, FactUpdate, Feedback, SearchQuery, StoreError};
+pub use retrieval::{Contradiction, FactBrief, SearchQuery, Weights};
+pub use store::{Fact, FactStore, FactUpdate, Feedback, StoreError};
 
 /// The provider names this build can attach.
 pub const PROVIDERS: &[&str] = &["holographic"];
@@ -32,6 +40,13 @@ pub struct Settings {
     pub default_trust: f64,
     pub min_trust: f64,
     pub auto_extract: bool,
+    /// Phases per HRR vector (`hrr_dim`, default 1024).
+    pub hrr_dim: usize,
+    /// Weight of vector similarity in a search (`hrr_weight`, default 0.3).
+    pub hrr_weight: f64,
+    /// Days for a fact's search score to halve (`temporal_decay_half_life`; 0, the
+    /// default, keeps scores from decaying).
+    pub half_life_days: f64,
 }
 
 impl Settings {
@@ -69,6 +84,10 @@ impl Settings {
             default_trust: number("default_trust", 0.5),
             min_trust: number("min_trust_threshold", 0.3),
             auto_extract,
+            hrr_dim: number("hrr_dim", hrr::DEFAULT_DIM as f64)
+                .clamp(1.0, hrr::MAX_DIM as f64) as usize,
+            hrr_weight: number("hrr_weight", retrieval::DEFAULT_HRR_WEIGHT).max(0.0),
+            half_life_days: number("temporal_decay_half_life", 0.0).max(0.0),
         }
     }
 }
@@ -114,7 +133,14 @@ pub struct HolographicProvider {
 
 impl HolographicProvider {
     pub fn open(settings: Settings, scope: &str) -> Result<Self, StoreError> {
-        let store = FactStore::open(&settings.db_path, settings.default_trust)?.scoped(scope);
+        let store = FactStore::open(&settings.db_path, settings.default_trust)?
+            .scoped(scope)
+            .with_dim(settings.hrr_dim)
+            .with_weights(Weights {
+                hrr_weight: settings.hrr_weight,
+                half_life_days: settings.half_life_days,
+            });
+        store.backfill_vectors()?;
         Ok(HolographicProvider {
             store: Arc::new(Mutex::new(store)),
             settings,
@@ -149,6 +175,27 @@ impl HolographicProvider {
             })
             .collect();
         Ok(format!("## Holographic Memory\n{}", lines.join("\n")))
+    }
+}
+
+impl HolographicProvider {
+    /// Python's `_auto_extract_facts`: each user message of the conversation that states a
+    /// preference ("I prefer ...", "my favorite X is ...", "I always ...") becomes a
+    /// `user_pref` fact, one that states a decision ("we decided ...", "the project uses
+    /// ...") a `project` fact, both cut at 400 characters. Returns how many facts were
+    /// stored (a fact already stored counts, as in Python).
+    pub fn auto_extract(&self, messages: &[hermes_protocol::Message]) -> Result<usize, StoreError> {
+        let store = lock(&self.store);
+        let mut stored = 0;
+        for (content, category) in extract::statements(messages) {
+            match store.add(&content, category, "") {
+                Ok(_) => stored += 1,
+                // Python skips a fact it cannot add and goes on with the rest.
+                Err(StoreError::OtherScope | StoreError::EmptyContent) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(stored)
     }
 }
 
