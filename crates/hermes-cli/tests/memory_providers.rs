@@ -271,3 +271,133 @@ fn memory_status_shows_the_provider_and_its_fact_count() {
     let plain = home_with(&server, "");
     assert!(!stdout(&run(&plain, &["memory"])).contains("Memory provider"));
 }
+
+/// `[fact_id, score]` of each result of a `fact_store` query.
+fn scored(result: &Value) -> Vec<(i64, f64)> {
+    result["results"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no results in {result}"))
+        .iter()
+        .map(|f| (f["fact_id"].as_i64().unwrap(), f["score"].as_f64().unwrap()))
+        .collect()
+}
+
+/// Same ids in the same order, scores equal to the last bits a thousand cosines allow.
+fn assert_scores(what: &str, result: &Value, expected: &[(i64, f64)]) {
+    let ours = scored(result);
+    assert_eq!(result["count"], json!(expected.len()), "{what}: {result}");
+    assert_eq!(
+        ours.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+        expected.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+        "{what}: {result}"
+    );
+    for ((id, score), (_, python)) in ours.iter().zip(expected) {
+        assert!((score - python).abs() < 1e-9, "{what}: fact {id}: {score} vs {python}");
+    }
+}
+
+#[test]
+fn probe_related_reason_and_contradict_answer_as_python_does() {
+    let add = |content: &str, category: &str| {
+        Turn::tool(
+            "fact_store",
+            json!({"action": "add", "content": content, "category": category}),
+        )
+    };
+    let server = MockServer::start(Script::new(vec![
+        add("Alice Smith maintains the billing service", "project"),
+        add("Alice Smith prefers tea over coffee", "user_pref"),
+        add("Bob Jones deploys with \"ArgoCD\"", "project"),
+        add("Alice Smith and Bob Jones pair on 'billing'", "project"),
+        Turn::tool("fact_store", json!({"action": "probe", "entity": "Alice Smith"})),
+        Turn::tool(
+            "fact_store",
+            json!({"action": "probe", "entity": "alice smith", "category": "project", "limit": 2}),
+        ),
+        Turn::tool("fact_store", json!({"action": "related", "entity": "billing"})),
+        Turn::tool(
+            "fact_store",
+            json!({"action": "reason", "entities": ["Alice Smith", "Bob Jones"]}),
+        ),
+        Turn::tool("fact_store", json!({"action": "contradict"})),
+        Turn::tool("fact_store", json!({"action": "related"})),
+        Turn::text("done"),
+    ]));
+    let home = home_with(&server, HOLOGRAPHIC);
+    oneshot(&home, "who works on billing?");
+    let reqs = server.chat_requests();
+    let results = tool_results(reqs.last().unwrap());
+    assert_eq!(results.len(), 10);
+    // Scores printed by Python's FactRetriever (numpy) after the same four adds.
+    assert_scores(
+        "probe",
+        &results[4],
+        &[
+            (2, 0.26122097052375937),
+            (4, 0.2596638716384509),
+            (3, 0.2564552680008852),
+            (1, 0.24505205565901778),
+        ],
+    );
+    let first = &results[4]["results"][0];
+    assert_eq!(
+        (
+            &first["content"],
+            &first["category"],
+            &first["tags"],
+            &first["trust_score"],
+            &first["retrieval_count"],
+            &first["helpful_count"],
+        ),
+        (
+            &json!("Alice Smith prefers tea over coffee"),
+            &json!("user_pref"),
+            &json!(""),
+            &json!(0.5),
+            &json!(0),
+            &json!(0),
+        )
+    );
+    assert_scores(
+        "probe in a category (through its bank)",
+        &results[5],
+        &[(3, 0.2555343316797956), (4, 0.25185424710558796)],
+    );
+    assert_scores(
+        "related",
+        &results[6],
+        &[
+            (4, 0.36490715745134555),
+            (1, 0.30689882331225604),
+            (2, 0.25748516426074075),
+            (3, 0.2549036963821119),
+        ],
+    );
+    assert_scores(
+        "reason",
+        &results[7],
+        &[
+            (1, 0.24543090169437162),
+            (2, 0.24332994600247668),
+            (3, 0.24300607167883584),
+            (4, 0.23929917133947265),
+        ],
+    );
+    assert_eq!(results[8], json!({"count": 0, "results": []}));
+    assert!(
+        results[9].to_string().contains("`related` needs `entity`"),
+        "{}",
+        results[9]
+    );
+
+    // The entity graph is Python's tables.
+    let db = rusqlite::Connection::open(home.hermes_home().join("memory_store.db")).unwrap();
+    let entities: Vec<String> = db
+        .prepare("SELECT name FROM entities ORDER BY entity_id")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(entities, ["Alice Smith", "Bob Jones", "ArgoCD", "billing"]);
+}
