@@ -292,7 +292,10 @@ fn assert_scores(what: &str, result: &Value, expected: &[(i64, f64)]) {
         "{what}: {result}"
     );
     for ((id, score), (_, python)) in ours.iter().zip(expected) {
-        assert!((score - python).abs() < 1e-9, "{what}: fact {id}: {score} vs {python}");
+        assert!(
+            (score - python).abs() < 1e-9,
+            "{what}: fact {id}: {score} vs {python}"
+        );
     }
 }
 
@@ -309,12 +312,18 @@ fn probe_related_reason_and_contradict_answer_as_python_does() {
         add("Alice Smith prefers tea over coffee", "user_pref"),
         add("Bob Jones deploys with \"ArgoCD\"", "project"),
         add("Alice Smith and Bob Jones pair on 'billing'", "project"),
-        Turn::tool("fact_store", json!({"action": "probe", "entity": "Alice Smith"})),
+        Turn::tool(
+            "fact_store",
+            json!({"action": "probe", "entity": "Alice Smith"}),
+        ),
         Turn::tool(
             "fact_store",
             json!({"action": "probe", "entity": "alice smith", "category": "project", "limit": 2}),
         ),
-        Turn::tool("fact_store", json!({"action": "related", "entity": "billing"})),
+        Turn::tool(
+            "fact_store",
+            json!({"action": "related", "entity": "billing"}),
+        ),
         Turn::tool(
             "fact_store",
             json!({"action": "reason", "entities": ["Alice Smith", "Bob Jones"]}),

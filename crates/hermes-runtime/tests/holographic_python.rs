@@ -4,6 +4,8 @@
 //! are compared with this build's over the same file. The same writes replayed on a fresh
 //! store must give the same entities, links, vectors and banks.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::path::{Path, PathBuf};
 
 use hermes_runtime::holographic::{FactStore, FactUpdate, SearchQuery};
@@ -20,8 +22,7 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 fn python_results() -> Value {
-    serde_json::from_str(&std::fs::read_to_string(fixture("python_results.json")).unwrap())
-        .unwrap()
+    serde_json::from_str(&std::fs::read_to_string(fixture("python_results.json")).unwrap()).unwrap()
 }
 
 /// A private copy of the Python store (opening it adds the `scope` column).
@@ -76,7 +77,11 @@ fn vectors(conn: &Connection, sql: &str) -> Vec<(String, Vec<f64>)> {
             .chunks_exact(8)
             .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
             .collect();
-        Ok((r.get::<_, rusqlite::types::Value>(0).map(|v| format!("{v:?}"))?, phases))
+        Ok((
+            r.get::<_, rusqlite::types::Value>(0)
+                .map(|v| format!("{v:?}"))?,
+            phases,
+        ))
     })
     .unwrap()
     .map(Result::unwrap)
@@ -102,15 +107,27 @@ fn python_store_answers_the_same_queries_the_same_way() {
     let python = python_results();
     let (_dir, path) = python_store();
     let store = FactStore::open(&path, 0.5).unwrap();
-    assert_eq!(store.backfill_vectors().unwrap(), 0, "Python stored every vector");
+    assert_eq!(
+        store.backfill_vectors().unwrap(),
+        0,
+        "Python stored every vector"
+    );
 
-    assert_scored("probe", &store.probe("Alice Smith", None, 10).unwrap(), &python["probe"]);
+    assert_scored(
+        "probe",
+        &store.probe("Alice Smith", None, 10).unwrap(),
+        &python["probe"],
+    );
     assert_scored(
         "probe in project",
         &store.probe("Alice Smith", Some("project"), 10).unwrap(),
         &python["probe_project"],
     );
-    assert_scored("related", &store.related("billing", None, 10).unwrap(), &python["related"]);
+    assert_scored(
+        "related",
+        &store.related("billing", None, 10).unwrap(),
+        &python["related"],
+    );
     assert_scored(
         "reason",
         &store
@@ -143,7 +160,12 @@ fn the_same_writes_make_the_same_tables_and_vectors() {
             .add(fact[0].as_str().unwrap(), fact[1].as_str().unwrap(), "")
             .unwrap();
     }
-    assert_eq!(store.add(facts[0][0].as_str().unwrap(), "general", "").unwrap(), 1);
+    assert_eq!(
+        store
+            .add(facts[0][0].as_str().unwrap(), "general", "")
+            .unwrap(),
+        1
+    );
     let update = &python["update"];
     assert!(
         store
@@ -163,7 +185,10 @@ fn the_same_writes_make_the_same_tables_and_vectors() {
     let (_pdir, python_path) = python_store();
     let theirs = Connection::open(&python_path).unwrap();
     assert_eq!(
-        rows(&ours, "SELECT entity_id, name FROM entities ORDER BY entity_id"),
+        rows(
+            &ours,
+            "SELECT entity_id, name FROM entities ORDER BY entity_id"
+        ),
         python["entities"]
     );
     assert_eq!(
@@ -181,7 +206,15 @@ fn the_same_writes_make_the_same_tables_and_vectors() {
         python["banks"]
     );
     let facts_sql = "SELECT fact_id, hrr_vector FROM facts ORDER BY fact_id";
-    assert_same_phases("fact vector", &vectors(&ours, facts_sql), &vectors(&theirs, facts_sql));
+    assert_same_phases(
+        "fact vector",
+        &vectors(&ours, facts_sql),
+        &vectors(&theirs, facts_sql),
+    );
     let banks_sql = "SELECT bank_name, vector FROM memory_banks ORDER BY bank_name";
-    assert_same_phases("bank", &vectors(&ours, banks_sql), &vectors(&theirs, banks_sql));
+    assert_same_phases(
+        "bank",
+        &vectors(&ours, banks_sql),
+        &vectors(&theirs, banks_sql),
+    );
 }

@@ -17,7 +17,8 @@ const MIN_CHARS: usize = 10;
 fn patterns(sources: &[&str]) -> Vec<Regex> {
     sources
         .iter()
-        .map(|p| Regex::new(&format!("(?i){p}")).expect("static pattern"))
+        // Constants the tests compile; a pattern that failed would only match nothing.
+        .filter_map(|p| Regex::new(&format!("(?i){p}")).ok())
         .collect()
 }
 

@@ -164,7 +164,10 @@ pub fn encode_fact(content: &str, entities: &[String], dim: usize) -> Phases {
     let role_entity = encode_atom(ROLE_ENTITY, dim);
     let mut components = vec![bind(&encode_text(content, dim), &role_content)];
     for entity in entities {
-        components.push(bind(&encode_atom(&entity.to_lowercase(), dim), &role_entity));
+        components.push(bind(
+            &encode_atom(&entity.to_lowercase(), dim),
+            &role_entity,
+        ));
     }
     let refs: Vec<&[f64]> = components.iter().map(Vec::as_slice).collect();
     bundle(&refs)

@@ -84,8 +84,8 @@ impl Settings {
             default_trust: number("default_trust", 0.5),
             min_trust: number("min_trust_threshold", 0.3),
             auto_extract,
-            hrr_dim: number("hrr_dim", hrr::DEFAULT_DIM as f64)
-                .clamp(1.0, hrr::MAX_DIM as f64) as usize,
+            hrr_dim: number("hrr_dim", hrr::DEFAULT_DIM as f64).clamp(1.0, hrr::MAX_DIM as f64)
+                as usize,
             hrr_weight: number("hrr_weight", retrieval::DEFAULT_HRR_WEIGHT).max(0.0),
             half_life_days: number("temporal_decay_half_life", 0.0).max(0.0),
         }
@@ -228,5 +228,54 @@ impl MemoryProvider for HolographicProvider {
             )),
             Arc::new(tools::FactFeedbackTool::new(self.store.clone())),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hermes_protocol::Message;
+
+    fn provider(dir: &tempfile::TempDir, scope: &str) -> HolographicProvider {
+        let home = HermesHome::at(dir.path());
+        let raw = serde_json::json!({"plugins": {"hermes-memory-store": {"auto_extract": true}}});
+        HolographicProvider::open(Settings::from_config(&raw, &home), scope).unwrap()
+    }
+
+    #[test]
+    fn auto_extract_stores_stated_preferences_and_decisions() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = provider(&dir, "");
+        assert!(p.settings().auto_extract);
+        let messages = [
+            Message::user("I prefer tabs over spaces"),
+            Message::assistant("We decided to use tabs then."),
+            Message::user("we agreed to deploy with Nix"),
+            Message::user("thanks"),
+        ];
+        assert_eq!(p.auto_extract(&messages).unwrap(), 2);
+        let store = lock(&p.store);
+        let facts = store.list(None, 0.0, 10).unwrap();
+        let got: Vec<(&str, &str)> = facts
+            .iter()
+            .map(|f| (f.content.as_str(), f.category.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("I prefer tabs over spaces", "user_pref"),
+                ("we agreed to deploy with Nix", "project")
+            ]
+        );
+        drop(store);
+        assert_eq!(
+            p.auto_extract(&messages).unwrap(),
+            2,
+            "again: the same facts"
+        );
+        assert_eq!(p.count().unwrap(), 2);
+        // Another session key keeps its own copies.
+        assert_eq!(provider(&dir, "k").auto_extract(&messages).unwrap(), 2);
+        assert_eq!(p.count().unwrap(), 4);
     }
 }

@@ -265,13 +265,17 @@ impl FactStore {
             .map(|(_, rank, _, _)| rank.abs())
             .fold(1e-6, f64::max);
         let words = tokens(query.text);
-        let query_vector = (self.weights.hrr_weight > 0.0).then(|| hrr::encode_text(query.text, self.dim));
+        let query_vector =
+            (self.weights.hrr_weight > 0.0).then(|| hrr::encode_text(query.text, self.dim));
         let mut scored: Vec<Fact> = candidates
             .into_iter()
             .map(|(mut fact, rank, vector, age_days)| {
                 let mut fact_words = tokens(&fact.content);
                 fact_words.extend(tokens(&fact.tags));
-                let hrr_sim = match (&query_vector, vector.and_then(|b| hrr::from_bytes(&b, self.dim))) {
+                let hrr_sim = match (
+                    &query_vector,
+                    vector.and_then(|b| hrr::from_bytes(&b, self.dim)),
+                ) {
                     (Some(q), Some(v)) => (hrr::similarity(q, &v) + 1.0) / 2.0,
                     _ => 0.5,
                 };
@@ -308,7 +312,10 @@ impl FactStore {
         limit: usize,
     ) -> Result<Vec<Fact>, StoreError> {
         let role_entity = hrr::encode_atom(hrr::ROLE_ENTITY, self.dim);
-        let key = hrr::bind(&hrr::encode_atom(&entity.to_lowercase(), self.dim), &role_entity);
+        let key = hrr::bind(
+            &hrr::encode_atom(&entity.to_lowercase(), self.dim),
+            &role_entity,
+        );
         let facts = self.vector_facts(category)?;
         if facts.is_empty() {
             return self.keyword_fallback(entity, category, limit);
@@ -491,10 +498,7 @@ impl FactStore {
 }
 
 /// Each fact scored (similarity shifted to 0..1) × trust.
-fn score(
-    facts: Vec<(Fact, hrr::Phases)>,
-    similarity: impl Fn(&Fact, &[f64]) -> f64,
-) -> Vec<Fact> {
+fn score(facts: Vec<(Fact, hrr::Phases)>, similarity: impl Fn(&Fact, &[f64]) -> f64) -> Vec<Fact> {
     facts
         .into_iter()
         .map(|(mut fact, vector)| {
@@ -573,3 +577,174 @@ pub(crate) fn fts_expression(query: &str) -> Option<String> {
     (!terms.is_empty()).then(|| terms.join(" OR "))
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(dir: &tempfile::TempDir, scope: &str) -> FactStore {
+        FactStore::open(&dir.path().join("m.db"), 0.5)
+            .unwrap()
+            .scoped(scope)
+    }
+
+    fn ids(facts: &[Fact]) -> Vec<i64> {
+        facts.iter().map(|f| f.fact_id).collect()
+    }
+
+    /// Python's threshold needs vectors further apart than two natural sentences about the
+    /// same entity ever are (their similarity stays near 0.5); a vector turned half a turn
+    /// against another is as far apart as two can be.
+    #[test]
+    fn contradict_reports_shared_entities_with_diverging_vectors() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(&dir, "");
+        let a = s.add("Alice Smith lives in Berlin", "general", "").unwrap();
+        let b = s.add("Alice Smith lives in Paris", "general", "").unwrap();
+        s.add("Bob Jones lives in Paris", "general", "").unwrap();
+        s.add("nobody in particular", "general", "").unwrap();
+        assert!(s.contradict(None, 10).unwrap().is_empty());
+        let turned: Vec<f64> = s.vector_facts(None).unwrap()[0]
+            .1
+            .iter()
+            .map(|p| (p + std::f64::consts::PI).rem_euclid(2.0 * std::f64::consts::PI))
+            .collect();
+        s.conn
+            .execute(
+                "UPDATE facts SET hrr_vector = ?1 WHERE fact_id = ?2",
+                params![hrr::to_bytes(&turned), b],
+            )
+            .unwrap();
+        let found = s.contradict(None, 10).unwrap();
+        assert_eq!(found.len(), 1);
+        let c = &found[0];
+        assert_eq!((c.fact_a.fact_id, c.fact_b.fact_id), (a, b));
+        assert_eq!(
+            (
+                c.entity_overlap,
+                c.content_similarity,
+                c.contradiction_score
+            ),
+            (1.0, -1.0, 1.0)
+        );
+        assert_eq!(c.shared_entities, ["alice smith"]);
+        let json = serde_json::to_value(c).unwrap();
+        assert!(json["fact_a"].get("retrieval_count").is_none(), "{json}");
+        assert!(s.contradict(Some("project"), 10).unwrap().is_empty());
+    }
+
+    #[test]
+    fn hrr_queries_stay_in_their_scope() {
+        let dir = tempfile::tempdir().unwrap();
+        let alice = store(&dir, "alice");
+        let bob = store(&dir, "bob");
+        let mine = alice.add("Alice Smith likes tea", "general", "").unwrap();
+        bob.add("Alice Smith likes coffee", "general", "").unwrap();
+        bob.add("Bob Jones likes coffee", "general", "").unwrap();
+        assert_eq!(ids(&alice.probe("Alice Smith", None, 10).unwrap()), [mine]);
+        assert_eq!(
+            ids(&alice.probe("Alice Smith", Some("general"), 10).unwrap()),
+            [mine]
+        );
+        assert_eq!(ids(&alice.related("tea", None, 10).unwrap()), [mine]);
+        assert_eq!(
+            ids(&alice.reason(&["Alice Smith".into()], None, 10).unwrap()),
+            [mine]
+        );
+        assert_eq!(bob.probe("Alice Smith", None, 10).unwrap().len(), 2);
+        assert!(
+            store(&dir, "carol")
+                .contradict(None, 10)
+                .unwrap()
+                .is_empty()
+        );
+        // No vectors in scope: Python's keyword fallback, which finds nothing here.
+        assert!(
+            store(&dir, "carol")
+                .probe("Alice", None, 10)
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn facts_without_vectors_get_them_and_other_sizes_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(&dir, "");
+        let a = s.add("Alice Smith likes tea", "general", "").unwrap();
+        s.conn
+            .execute("UPDATE facts SET hrr_vector = NULL", [])
+            .unwrap();
+        s.conn.execute("DELETE FROM memory_banks", []).unwrap();
+        assert!(s.vector_facts(None).unwrap().is_empty());
+        assert_eq!(s.backfill_vectors().unwrap(), 1);
+        assert_eq!(s.backfill_vectors().unwrap(), 0);
+        assert_eq!(ids(&s.probe("Alice Smith", None, 10).unwrap()), [a]);
+        let banks: i64 = s
+            .conn
+            .query_row(
+                "SELECT fact_count FROM memory_banks WHERE bank_name = 'cat:general'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(banks, 1);
+        // A store configured for another hrr_dim cannot compare these vectors.
+        let small = store(&dir, "").with_dim(256);
+        assert!(small.vector_facts(None).unwrap().is_empty());
+        assert_eq!(
+            small.probe("Alice Smith", None, 10).unwrap().len(),
+            1,
+            "keyword fallback"
+        );
+    }
+
+    #[test]
+    fn search_weighs_vectors_and_decays_with_age() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(&dir, "");
+        let old = s.add("deploys use ArgoCD", "project", "").unwrap();
+        let new = s.add("deploys use Flux", "project", "").unwrap();
+        s.conn
+            .execute(
+                "UPDATE facts SET updated_at = datetime('now', '-30 days') WHERE fact_id = ?1",
+                [old],
+            )
+            .unwrap();
+        let q = SearchQuery {
+            text: "deploys",
+            category: None,
+            min_trust: 0.0,
+            limit: 10,
+        };
+        let plain = s.search(&q).unwrap();
+        let decayed = store(&dir, "")
+            .with_weights(Weights {
+                hrr_weight: DEFAULT_HRR_WEIGHT,
+                half_life_days: 30.0,
+            })
+            .search(&q)
+            .unwrap();
+        let score = |facts: &[Fact], id| {
+            facts
+                .iter()
+                .find(|f| f.fact_id == id)
+                .unwrap()
+                .score
+                .unwrap()
+        };
+        assert!((score(&decayed, old) - score(&plain, old) / 2.0).abs() < 1e-3);
+        assert!((score(&decayed, new) - score(&plain, new)).abs() < 1e-6);
+        assert_eq!(decayed[0].fact_id, new);
+        let no_hrr = store(&dir, "")
+            .with_weights(Weights {
+                hrr_weight: 0.0,
+                half_life_days: 0.0,
+            })
+            .search(&q)
+            .unwrap();
+        assert!(
+            score(&no_hrr, new) < score(&plain, new),
+            "the vector term adds to relevance"
+        );
+    }
+}
