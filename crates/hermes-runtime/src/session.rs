@@ -474,8 +474,10 @@ impl Session {
     }
 
     /// Starts a fresh stored session for the rest of the conversation (`/new`); returns its id.
+    /// The counts towards the next background review go on (Python's `/new`).
     pub fn new_conversation(&mut self) -> String {
         self.history.clear();
+        self.nudges.conversation_changed();
         self.recorder.new_session()
     }
 
@@ -530,6 +532,7 @@ impl Session {
         previous.close().await;
         self.handle.set(plan.session_id());
         self.history = plan.history();
+        self.nudges.conversation_changed();
         self.resumed = plan.into_resumed();
         Ok(())
     }
