@@ -50,6 +50,9 @@ pub enum Command {
     Skills(crate::skills_cmd::SkillsArgs),
     /// The curator of agent-made skills: status, run [--dry-run], pause, resume, pin, unpin, restore.
     Curator(crate::curator_cmd::CuratorArgs),
+    /// The Honcho memory provider's settings: status, enable, disable, mode, strategy, peer,
+    /// tokens, map.
+    Honcho(crate::honcho_cmd::HonchoArgs),
     /// Mixture-of-Agents presets (the `mixture_of_agents` tool's panels): list, delete.
     Moa(crate::moa_cmd::MoaArgs),
     /// Profiles, each a separate home: list, show, create, use, delete.

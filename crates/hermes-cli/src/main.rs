@@ -13,6 +13,7 @@ mod dashboard_cmd;
 mod error;
 mod gateway_cmd;
 mod gateway_service;
+mod honcho_cmd;
 mod interaction;
 mod json_out;
 mod kanban_cmd;
@@ -141,6 +142,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
             runtime.block_on(kanban_cmd::run(&cli.common, kanban))
         }
         (None, Some(Command::Moa(moa))) => moa_cmd::run(&cli.common, moa),
+        (None, Some(Command::Honcho(honcho))) => honcho_cmd::run(&cli.common, honcho),
         (None, Some(Command::Curator(curator))) => {
             runtime.block_on(curator_cmd::run(&cli.common, curator))
         }

@@ -144,6 +144,9 @@ fn status(home: &HermesHome, config: &Config, entries: bool) -> Result<String, C
 /// none is configured.
 fn provider_line(home: &HermesHome, config: &Config) -> String {
     use hermes_runtime::holographic;
+    if hermes_runtime::memory_providers::configured_name(&config.raw) == "honcho" {
+        return honcho_line(home);
+    }
     match holographic::from_config(&config.raw, home, None) {
         Ok(None) => String::new(),
         Ok(Some(provider)) => match provider.count() {
@@ -157,6 +160,42 @@ fn provider_line(home: &HermesHome, config: &Config) -> String {
         },
         Err(e) => format!("Memory provider: {e}\n"),
     }
+}
+
+/// Honcho's resolved settings: where memory goes and who the peers are.
+fn honcho_line(home: &HermesHome) -> String {
+    use hermes_runtime::honcho::{HonchoConfig, RecallMode};
+    let env = match hermes_config::Environment::load(&home.env_path()) {
+        Ok(env) => env,
+        Err(e) => return format!("Memory provider: honcho · {e}\n"),
+    };
+    let cfg = match HonchoConfig::resolve(home, &env) {
+        Ok(cfg) => cfg,
+        Err(e) => return format!("Memory provider: honcho · {e}\n"),
+    };
+    let file = cfg
+        .path
+        .as_ref()
+        .map_or("no honcho.json".to_string(), |p| p.display().to_string());
+    if !cfg.usable() {
+        return format!(
+            "Memory provider: honcho · not configured (no API key or self-hosted baseUrl; {file})\n"
+        );
+    }
+    let mode = match cfg.recall_mode {
+        RecallMode::Hybrid => "hybrid",
+        RecallMode::Context => "context",
+        RecallMode::Tools => "tools",
+    };
+    format!(
+        "Memory provider: honcho · {} · workspace {} · host {} · user peer {} · AI peer {} · {mode} · {}\n",
+        cfg.base_url,
+        cfg.workspace,
+        cfg.host,
+        cfg.peer_name.as_deref().unwrap_or("(from the session)"),
+        cfg.ai_peer,
+        file
+    )
 }
 
 fn reset(home: &HermesHome, which: Which, yes: bool) -> Result<String, CliError> {

@@ -666,3 +666,41 @@ fn a_generated_image_is_sent_to_the_chat_as_a_photo_after_the_answer() {
         .count();
     assert_eq!(photos, 1);
 }
+
+/// With `memory.provider: honcho`, each chat is its own Honcho session named by the chat's
+/// key and each Telegram user their own peer (`runtimePeerPrefix`), so a bot serving many
+/// people keeps a model of each.
+#[test]
+fn honcho_keeps_a_session_per_chat_and_a_peer_per_user() {
+    use hermes_testkit::platforms::honcho::HonchoMock;
+    let honcho = HonchoMock::start(Some("hk-gw"));
+    let mut rig = Rig::with_ann(
+        Script::new(vec![Turn::text("Short answers it is.")]),
+        "memory:\n  provider: honcho\n",
+    );
+    rig.home.write_file(
+        "honcho.json",
+        &json!({"baseUrl": honcho.base_url(), "workspace": "gw",
+                "hosts": {"hermes": {"apiKey": "hk-gw", "runtimePeerPrefix": "tg_"}}})
+        .to_string(),
+    );
+    rig.telegram.dm(ANN, "Ann", "I prefer short answers");
+    rig.wait_text(ANN, "Short answers it is.");
+    common::wait("the exchange in Honcho", || honcho.messages().len() == 2);
+    rig.stop();
+    let sessions = honcho.sessions("gw");
+    let peers: Vec<&String> = sessions["agent-main-telegram-dm-4242"].keys().collect();
+    assert_eq!(peers, ["hermes", "tg_4242"], "{sessions:?}");
+    let said: Vec<(String, String)> = honcho
+        .messages()
+        .into_iter()
+        .map(|m| (m.peer, m.content))
+        .collect();
+    assert_eq!(
+        said,
+        [
+            ("tg_4242".to_string(), "I prefer short answers".to_string()),
+            ("hermes".to_string(), "Short answers it is.".to_string()),
+        ]
+    );
+}

@@ -95,7 +95,31 @@ fn a_fact_added_in_one_session_is_recalled_into_the_next() {
     );
     assert!(home.hermes_home().join("memory_store.db").is_file());
 
+    let system = |request: &Value| {
+        request["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        system(&reqs[0]).ends_with(
+            "# Holographic Memory\nActive. Empty fact store \u{2014} proactively add facts the user would expect you to remember.\n\
+             Use fact_store(action='add') to store durable structured facts about people, projects, preferences, decisions.\n\
+             Use fact_feedback to rate facts after using them (trains trust scores)."
+        ),
+        "Python's block for an empty store: {}",
+        system(&reqs[0])
+    );
+
     oneshot(&home, "Which editor do I use?");
+    assert!(
+        system(&server.chat_requests()[2])
+            .ends_with("# Holographic Memory\nActive. 1 facts stored with entity resolution and trust scoring.\n\
+                Use fact_store to search, probe entities, reason across entities, or add facts.\n\
+                Use fact_feedback to rate facts after using them (trains trust scores)."),
+        "{}",
+        system(&server.chat_requests()[2])
+    );
     let sent = user_message(&server.chat_requests()[2]);
     assert!(
         sent.starts_with("Which editor do I use?\n\n<memory-context>"),
@@ -192,7 +216,7 @@ fn an_unknown_provider_is_a_warning_and_the_session_still_works() {
     assert_eq!(stdout(&o), "hello\n");
     assert!(
         stderr(&o).contains(
-            "memory.provider `mem0` is not available in this build (available: holographic)"
+            "memory.provider `mem0` is not available in this build (available: holographic, honcho)"
         ),
         "{}",
         stderr(&o)
@@ -264,7 +288,7 @@ fn memory_status_shows_the_provider_and_its_fact_count() {
     let o = run(&other, &["memory"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
-        stdout(&o).contains("Memory provider: memory.provider `mem0` is not available in this build (available: holographic)"),
+        stdout(&o).contains("Memory provider: memory.provider `mem0` is not available in this build (available: holographic, honcho)"),
         "{}",
         stdout(&o)
     );
@@ -413,4 +437,50 @@ fn probe_related_reason_and_contradict_answer_as_python_does() {
         .map(Result::unwrap)
         .collect();
     assert_eq!(entities, ["Alice Smith", "Bob Jones", "ArgoCD", "billing"]);
+}
+
+#[test]
+fn auto_extract_stores_the_users_stated_preferences_when_the_session_ends() {
+    let server = MockServer::start(Script::new(vec![
+        Turn::text("Noted."),
+        Turn::tool("fact_store", json!({"action": "list"})),
+        Turn::text("You prefer tabs."),
+        Turn::text("ok"),
+    ]));
+    let home = home_with(
+        &server,
+        &format!("{HOLOGRAPHIC}plugins:\n  hermes-memory-store:\n    auto_extract: true\n"),
+    );
+    let o = run(&home, &["-z", "I prefer tabs over spaces in Go code"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "", "auto_extract is supported: no warning");
+
+    oneshot(&home, "What do I prefer?");
+    let reqs = server.chat_requests();
+    let sent = user_message(&reqs[1]);
+    assert!(
+        sent.contains("- [0.50] I prefer tabs over spaces in Go code"),
+        "recalled in the next session: {sent}"
+    );
+    let list = &tool_results(&reqs[2])[0];
+    assert_eq!(list["count"], 1, "{list}");
+    let fact = &list["facts"][0];
+    assert_eq!(fact["content"], "I prefer tabs over spaces in Go code");
+    assert_eq!(fact["category"], "user_pref");
+
+    // The second session's own message is no preference; its recall fence is not re-stored.
+    let db = rusqlite::Connection::open(home.hermes_home().join("memory_store.db")).unwrap();
+    let count: i64 = db
+        .query_row("SELECT COUNT(*) FROM facts", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(count, 1);
+
+    // Off (the default): nothing is extracted.
+    let off = home_with(&server, HOLOGRAPHIC);
+    oneshot(&off, "I prefer tabs over spaces in Go code");
+    let db = rusqlite::Connection::open(off.hermes_home().join("memory_store.db")).unwrap();
+    let count: i64 = db
+        .query_row("SELECT COUNT(*) FROM facts", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(count, 0);
 }

@@ -151,7 +151,7 @@ fn memory_settings_shape_the_session() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
         stderr(&o),
-        "hermes: memory.provider `mem0` is not available in this build (available: holographic); continuing without an external memory provider\n"
+        "hermes: memory.provider `mem0` is not available in this build (available: holographic, honcho); continuing without an external memory provider\n"
     );
     let req = &server.chat_requests()[0];
     assert!(!tool_names(req).contains(&"memory".to_string()));

@@ -203,6 +203,18 @@ impl Agent {
         Ok(warnings)
     }
 
+    /// The attached external memory provider.
+    pub fn memory_provider(&self) -> Option<&Arc<dyn MemoryProvider>> {
+        self.memory_provider.as_ref()
+    }
+
+    /// Tells the attached memory provider that the conversation in `messages` ended.
+    pub async fn end_memory_session(&self, messages: &[Message], sink: &dyn EventSink) {
+        if let Some(provider) = self.memory_provider.as_deref() {
+            memory_provider::end_session(provider, messages, sink).await;
+        }
+    }
+
     pub fn system_prompt(&self) -> &str {
         &self.system_prompt
     }
@@ -526,6 +538,9 @@ impl Agent {
                 &mut |result| append(&mut turn, sink, guard.observe(&planned, result)),
             )
             .await;
+            if let Some(provider) = provider {
+                mirror_memory_writes(provider, &planned, &turn.messages);
+            }
 
             if cancel.is_cancelled() {
                 turn.end = TurnEnd::Interrupted;
@@ -689,4 +704,27 @@ fn apply_compression(turn: &mut TurnResult, out: Compressed, sink: &dyn EventSin
         tokens_after: out.tokens_after,
     });
     turn.messages = out.messages;
+}
+
+/// Hands the provider every change a successful `memory` call of this step made (the result
+/// of a call names it by id; a refused or failed call wrote nothing).
+fn mirror_memory_writes(
+    provider: &dyn MemoryProvider,
+    planned: &[executor::PlannedCall],
+    messages: &[Message],
+) {
+    for p in planned.iter().filter(|p| p.call.name == "memory") {
+        let ok = messages.iter().rev().any(|m| {
+            m.tool_call_id.as_deref() == Some(p.call.id.as_str())
+                && serde_json::from_str::<serde_json::Value>(&m.content)
+                    .is_ok_and(|v| v.get("ok") == Some(&serde_json::Value::Bool(true)))
+        });
+        if !ok {
+            continue;
+        }
+        let args = serde_json::from_str(&p.call.arguments).unwrap_or(serde_json::Value::Null);
+        for write in crate::memory::provider::MemoryWrite::from_call(&args) {
+            provider.on_memory_write(&write);
+        }
+    }
 }

@@ -9,6 +9,7 @@
 //! when a review is due the frontend starts it after delivering the answer
 //! ([`Session::start_review`]).
 
+use hermes_core::memory::provider::MemoryProvider;
 use std::sync::{Arc, Mutex};
 
 use hermes_config::Config;
@@ -92,6 +93,8 @@ pub struct Session {
     /// The tools as selected and installed (delegation working), for switching models.
     tools: Registry,
     system_prompt: String,
+    /// The external memory provider (`memory.provider`), kept across model switches.
+    memory: Option<Arc<dyn MemoryProvider>>,
     skills: Arc<Library>,
     judge: Arc<SwitchableJudge>,
     review: ReviewSettings,
@@ -160,14 +163,16 @@ impl Session {
         let tools = with_vision(prepared.tools, runtime, &providers, &options)?;
         let tools = with_moa(tools, runtime);
         let tools = with_delegation(tools, runtime, &providers, &options)?;
+        let memory = crate::memory_providers::select(runtime, spec, persistence.session_id());
+        let system_prompt = with_provider_block(prepared.system_prompt, memory.as_deref());
         let agent = build_agent(
             runtime,
             &providers,
             tools.clone(),
-            prepared.system_prompt.clone(),
+            system_prompt.clone(),
             options,
             tool_ctx.clone(),
-            spec.memory_scope.as_deref(),
+            memory.clone(),
         )?;
         let recorder = persistence.start(&agent, handle.clone(), runtime.store_writer());
         let history = persistence.history();
@@ -182,7 +187,8 @@ impl Session {
             resumed: persistence.into_resumed(),
             tool_ctx,
             tools,
-            system_prompt: prepared.system_prompt,
+            system_prompt,
+            memory,
             skills: prepared.skills,
             judge,
             review: ReviewSettings::from_config(config),
@@ -407,6 +413,7 @@ impl Session {
     /// Ends the stored session (with the last turn's outcome), stops the background
     /// processes and shuts the execution environment down (a session container is removed).
     pub async fn close(self) {
+        self.end_memory_session().await;
         let Session {
             recorder, tool_ctx, ..
         } = self;
@@ -473,9 +480,32 @@ impl Session {
         self.history = history;
     }
 
+    /// Tells the memory provider the conversation ended (its failures become warnings).
+    async fn end_memory_session(&self) {
+        let runtime = self.runtime.clone();
+        let sink = move |event: hermes_protocol::AgentEvent| {
+            if let hermes_protocol::AgentEvent::Status(line) = event {
+                runtime.warn(&line);
+            }
+        };
+        self.agent.end_memory_session(&self.history, &sink).await;
+    }
+
     /// Starts a fresh stored session for the rest of the conversation (`/new`); returns its id.
-    /// The counts towards the next background review go on (Python's `/new`).
+    /// The memory provider is told the old conversation ended, in the background; the counts
+    /// towards the next background review go on (Python's `/new`).
     pub fn new_conversation(&mut self) -> String {
+        if let Some(provider) = self.memory.clone() {
+            let history = std::mem::take(&mut self.history);
+            tokio::spawn(async move {
+                hermes_core::memory::provider::end_session(
+                    provider.as_ref(),
+                    &history,
+                    &hermes_core::NoEvents,
+                )
+                .await;
+            });
+        }
         self.history.clear();
         self.nudges.conversation_changed();
         self.recorder.new_session()
@@ -559,6 +589,7 @@ impl Session {
         for w in &warnings {
             self.runtime.warn(w);
         }
+        let system_prompt = with_provider_block(system_prompt, self.memory.as_deref());
         let tools = with_delegation(self.tools.clone(), &self.runtime, &providers, &options)?;
         let agent = build_agent(
             &self.runtime,
@@ -567,7 +598,7 @@ impl Session {
             system_prompt.clone(),
             options,
             self.tool_ctx.clone(),
-            spec.memory_scope.as_deref(),
+            self.memory.clone(),
         )?;
         self.judge.switch(&providers);
         self.agent = agent;
@@ -616,7 +647,7 @@ impl Session {
             self.system_prompt.clone(),
             options,
             self.tool_ctx.clone(),
-            self.spec.memory_scope.as_deref(),
+            self.memory.clone(),
         )?;
         self.agent = agent;
         self.tools = tools;
@@ -639,7 +670,7 @@ fn build_agent(
     system_prompt: String,
     options: AgentOptions,
     tool_ctx: ToolContext,
-    memory_scope: Option<&str>,
+    memory: Option<Arc<dyn MemoryProvider>>,
 ) -> Result<Agent, SessionError> {
     let config = runtime.config();
     let compression: CompressionSettings = config.section("compression")?;
@@ -666,27 +697,20 @@ fn build_agent(
         )?;
         agent = agent.with_compressor(Compressor::new(compression, &model, aux));
     }
-    attach_memory_provider(runtime, &mut agent, memory_scope);
+    if let Some(provider) = memory {
+        match agent.attach_memory_provider(provider) {
+            Ok(warnings) => warnings.iter().for_each(|w| runtime.warn(w)),
+            Err(e) => runtime.warn(&e.to_string()),
+        }
+    }
     Ok(agent)
 }
 
-/// Attaches the provider `memory.provider` names. A provider that is unknown or cannot open
-/// its store is a warning: the session runs on the built-in memory alone.
-fn attach_memory_provider(runtime: &Runtime, agent: &mut Agent, scope: Option<&str>) {
-    match crate::holographic::from_config(&runtime.config().raw, runtime.home(), scope) {
-        Ok(None) => {}
-        Ok(Some(provider)) => {
-            if provider.settings().auto_extract {
-                runtime.warn(
-                    "plugins.hermes-memory-store.auto_extract is not supported in this build; facts are stored only through the fact_store tool",
-                );
-            }
-            match agent.attach_memory_provider(provider) {
-                Ok(warnings) => warnings.iter().for_each(|w| runtime.warn(w)),
-                Err(e) => runtime.warn(&e.to_string()),
-            }
-        }
-        Err(e) => runtime.warn(&e.to_string()),
+/// The system prompt with the memory provider's static block after it.
+fn with_provider_block(prompt: String, memory: Option<&dyn MemoryProvider>) -> String {
+    match memory.map(|m| m.system_prompt_block()) {
+        Some(block) if !block.trim().is_empty() => format!("{prompt}\n\n{}", block.trim()),
+        _ => prompt,
     }
 }
 

@@ -99,6 +99,9 @@ pub struct SessionSpec {
     /// Scopes the external memory provider's facts (an API client's `X-Hermes-Session-Key`):
     /// facts written in the session carry it and recall sees only facts carrying it.
     pub memory_scope: Option<String>,
+    /// The gateway's key of the chat the session talks in (`agent:main:telegram:dm:42`):
+    /// names the chat's conversation in an external memory provider (Honcho).
+    pub chat_key: Option<String>,
 }
 
 impl SessionSpec {
@@ -119,6 +122,7 @@ impl SessionSpec {
             origin: None,
             instructions: None,
             memory_scope: None,
+            chat_key: None,
         }
     }
 }

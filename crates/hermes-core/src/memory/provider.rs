@@ -6,6 +6,12 @@
 //! keeping the cached prefix stable). After the turn the exchange is handed to the provider to
 //! store. A provider that fails or hangs is reported as a status line and otherwise ignored:
 //! it never fails the turn and never touches the built-in memory.
+//!
+//! Around the turns, the session tells the provider what it needs to follow the
+//! conversation: a static block for the system prompt ([`MemoryProvider::system_prompt_block`]),
+//! every successful write of the built-in `memory` tool ([`MemoryProvider::on_memory_write`],
+//! for providers that mirror it) and the end of the conversation
+//! ([`MemoryProvider::on_session_end`]: CLI exit, `/new`, a gateway chat reset).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,6 +44,88 @@ pub trait MemoryProvider: Send + Sync {
     /// Tools the provider offers the model (search, forget, ...); none by default.
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
         Vec::new()
+    }
+    /// Static text for the system prompt (how to use the provider's tools); empty by
+    /// default. Fixed for the session so the prompt cache keeps serving it.
+    fn system_prompt_block(&self) -> String {
+        String::new()
+    }
+    /// The built-in `memory` tool wrote `write`. Must not block: a provider that mirrors
+    /// writes to a service queues the call and finishes it by [`Self::on_session_end`].
+    fn on_memory_write(&self, _write: &MemoryWrite) {}
+    /// The conversation ended (`messages` is all of it): flush queued writes, extract what
+    /// is worth keeping. Bounded by [`SESSION_END_TIMEOUT`] by the caller.
+    async fn on_session_end(
+        &self,
+        _messages: &[hermes_protocol::Message],
+    ) -> Result<(), ProviderError> {
+        Ok(())
+    }
+}
+
+/// How long the end-of-conversation work of a provider may take.
+pub const SESSION_END_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// One change the built-in `memory` tool made (Python's `on_memory_write` arguments).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoryWrite {
+    pub action: MemoryAction,
+    pub target: crate::memory::store::Target,
+    /// The new entry (`add`, `replace`) or the text that identified the removed one.
+    pub content: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryAction {
+    Add,
+    Replace,
+    Remove,
+}
+
+impl MemoryWrite {
+    /// The writes of a `memory` tool call with these arguments.
+    pub fn from_call(args: &serde_json::Value) -> Vec<MemoryWrite> {
+        let Ok((target, ops)) = crate::memory::tool::parse_call(args) else {
+            return Vec::new();
+        };
+        ops.into_iter()
+            .map(|op| {
+                let (action, content) = match op {
+                    crate::memory::store::Op::Add { content } => (MemoryAction::Add, content),
+                    crate::memory::store::Op::Replace { content, .. } => {
+                        (MemoryAction::Replace, content)
+                    }
+                    crate::memory::store::Op::Remove { old_text } => {
+                        (MemoryAction::Remove, old_text)
+                    }
+                };
+                MemoryWrite {
+                    action,
+                    target,
+                    content,
+                }
+            })
+            .collect()
+    }
+}
+
+/// Tells the provider the conversation ended, bounded in time; a failure is a status line.
+pub async fn end_session(
+    provider: &dyn MemoryProvider,
+    messages: &[hermes_protocol::Message],
+    sink: &dyn EventSink,
+) {
+    match tokio::time::timeout(SESSION_END_TIMEOUT, provider.on_session_end(messages)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => report(sink, provider, &format!("ending the session failed: {e}")),
+        Err(_) => report(
+            sink,
+            provider,
+            &format!(
+                "ending the session took over {}s; skipped",
+                SESSION_END_TIMEOUT.as_secs()
+            ),
+        ),
     }
 }
 

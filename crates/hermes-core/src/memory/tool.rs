@@ -100,7 +100,7 @@ fn str_arg<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
 }
 
 /// The target and operations of a call, or an error the model can act on.
-fn parse_call(args: &Value) -> Result<(Target, Vec<Op>), ToolError> {
+pub(crate) fn parse_call(args: &Value) -> Result<(Target, Vec<Op>), ToolError> {
     let target = match args.get("target") {
         None | Some(Value::Null) => Target::Memory,
         Some(Value::String(t)) => Target::parse(t).ok_or_else(|| {

@@ -343,8 +343,9 @@ impl Worker {
                 chat_type: self.chat.chat_type.as_str().to_string(),
                 chat_name: None,
                 thread_id: self.chat.thread_id.clone(),
-                user_id: None,
+                user_id: self.origin.as_ref().and_then(|o| o.user_id.clone()),
             }),
+            chat_key: Some(self.key.clone()),
             ..self.shared.base.clone()
         };
         let interaction = Arc::new(ChatInteraction {

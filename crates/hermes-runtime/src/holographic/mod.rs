@@ -18,15 +18,15 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use hermes_config::HermesHome;
-use hermes_core::memory::provider::{MemoryProvider, ProviderError};
+use hermes_core::memory::Target;
+use hermes_core::memory::provider::{MemoryAction, MemoryProvider, MemoryWrite, ProviderError};
 use hermes_tools::Tool;
 use serde_json::Value;
 
 pub use retrieval::{Contradiction, FactBrief, SearchQuery, Weights};
 pub use store::{Fact, FactStore, FactUpdate, Feedback, StoreError};
 
-/// The provider names this build can attach.
-pub const PROVIDERS: &[&str] = &["holographic"];
+use crate::memory_providers::PROVIDERS;
 
 /// Facts recalled before a turn, at most.
 const RECALL_FACTS: usize = 5;
@@ -117,7 +117,7 @@ pub fn from_config(
         .map(str::trim)
         .unwrap_or("");
     match name {
-        "" | "builtin" | "none" => Ok(None),
+        "" | "builtin" | "none" | "honcho" => Ok(None),
         "holographic" | "hermes-memory-store" => Ok(Some(Arc::new(HolographicProvider::open(
             Settings::from_config(raw, home),
             scope.unwrap_or(""),
@@ -229,6 +229,59 @@ impl MemoryProvider for HolographicProvider {
             Arc::new(tools::FactFeedbackTool::new(self.store.clone())),
         ]
     }
+
+    /// Python's block: how many facts there are and how to use the tools (an empty store
+    /// asks for facts to be added). Counted in this session's scope.
+    fn system_prompt_block(&self) -> String {
+        match lock(&self.store).scope_count() {
+            Ok(0) => "# Holographic Memory\n\
+                 Active. Empty fact store \u{2014} proactively add facts the user would expect you to remember.\n\
+                 Use fact_store(action='add') to store durable structured facts about people, projects, preferences, decisions.\n\
+                 Use fact_feedback to rate facts after using them (trains trust scores)."
+                .to_string(),
+            Ok(total) => format!(
+                "# Holographic Memory\n\
+                 Active. {total} facts stored with entity resolution and trust scoring.\n\
+                 Use fact_store to search, probe entities, reason across entities, or add facts.\n\
+                 Use fact_feedback to rate facts after using them (trains trust scores)."
+            ),
+            // Python shows the empty-store text when it cannot count; a broken store says
+            // so through its tools instead.
+            Err(_) => String::new(),
+        }
+    }
+
+    /// A fact added to `USER.md` or `MEMORY.md` is mirrored as a fact (`user_pref` for the
+    /// user file), as Python's `on_memory_write` does; replacements and removals are not.
+    fn on_memory_write(&self, write: &MemoryWrite) {
+        if write.action != MemoryAction::Add || write.content.trim().is_empty() {
+            return;
+        }
+        let category = match write.target {
+            Target::User => "user_pref",
+            Target::Memory => "general",
+        };
+        if let Err(e) = lock(&self.store).add(&write.content, category, "") {
+            tracing::debug!("holographic: mirroring a memory write failed: {e}");
+        }
+    }
+
+    /// With `auto_extract`, the user's stated preferences and decisions become facts.
+    async fn on_session_end(
+        &self,
+        messages: &[hermes_protocol::Message],
+    ) -> Result<(), ProviderError> {
+        if !self.settings.auto_extract || messages.is_empty() {
+            return Ok(());
+        }
+        let stored = self
+            .auto_extract(messages)
+            .map_err(|e| ProviderError(format!("auto_extract: {e}")))?;
+        if stored > 0 {
+            tracing::info!("holographic: auto-extracted {stored} facts from the conversation");
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -240,6 +293,52 @@ mod tests {
         let home = HermesHome::at(dir.path());
         let raw = serde_json::json!({"plugins": {"hermes-memory-store": {"auto_extract": true}}});
         HolographicProvider::open(Settings::from_config(&raw, &home), scope).unwrap()
+    }
+
+    #[tokio::test]
+    async fn memory_writes_are_mirrored_and_the_session_end_extracts() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = provider(&dir, "");
+        let write = |action, target, content: &str| MemoryWrite {
+            action,
+            target,
+            content: content.into(),
+        };
+        p.on_memory_write(&write(MemoryAction::Add, Target::User, "User likes Helix"));
+        p.on_memory_write(&write(MemoryAction::Add, Target::Memory, "Repo uses Nix"));
+        p.on_memory_write(&write(
+            MemoryAction::Replace,
+            Target::User,
+            "User likes Vim",
+        ));
+        p.on_memory_write(&write(
+            MemoryAction::Remove,
+            Target::User,
+            "User likes Helix",
+        ));
+        let facts = lock(&p.store).list(None, 0.0, 10).unwrap();
+        let got: Vec<(&str, &str)> = facts
+            .iter()
+            .map(|f| (f.content.as_str(), f.category.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("User likes Helix", "user_pref"),
+                ("Repo uses Nix", "general")
+            ]
+        );
+        assert!(p.system_prompt_block().contains("Active. 2 facts stored"));
+        p.on_session_end(&[Message::user("I always write tests first")])
+            .await
+            .unwrap();
+        assert_eq!(p.count().unwrap(), 3);
+        assert!(
+            provider(&dir, "other")
+                .system_prompt_block()
+                .contains("Empty fact store"),
+            "counted in the scope"
+        );
     }
 
     #[test]

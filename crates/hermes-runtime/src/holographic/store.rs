@@ -385,6 +385,15 @@ impl FactStore {
         Ok(missing.len())
     }
 
+    /// How many facts this store's scope holds.
+    pub fn scope_count(&self) -> Result<i64, StoreError> {
+        Ok(self.conn.query_row(
+            "SELECT COUNT(*) FROM facts WHERE scope = ?1",
+            [&self.scope],
+            |r| r.get(0),
+        )?)
+    }
+
     fn trust(&self, fact_id: i64) -> Result<Option<f64>, StoreError> {
         Ok(self
             .conn

@@ -37,6 +37,9 @@
 //! - [`dingtalk::DingTalkMock`]: DingTalk's Stream gateway (connection tickets, the WebSocket
 //!   with CALLBACK and SYSTEM frames and their acknowledgements, dropped connections), access
 //!   tokens, the robot's send and file APIs, and the session webhooks it hands out.
+//! - [`honcho::HonchoMock`]: the Honcho v3 memory API (get-or-create workspaces, peers and
+//!   sessions, message batches, session and peer context, cards, the dialectic, search,
+//!   conclusions), Honcho's own model outputs scripted by the test.
 //! - [`wecom::WeComMock`]: WeCom's `gettoken` and `message/send` (errcodes as documented,
 //!   expiring tokens) and [`wecom::CallbackSender`], WeCom's signed, encrypted callbacks.
 
@@ -45,6 +48,7 @@ pub mod dingtalk;
 pub mod discord;
 pub mod feishu;
 pub mod homeassistant;
+pub mod honcho;
 pub mod mattermost;
 pub mod modal_gateway;
 pub mod prosody;
