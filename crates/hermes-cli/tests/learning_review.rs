@@ -505,3 +505,48 @@ fn the_api_server_reviews_in_the_background_and_lists_reviews_only_as_children()
     }
     assert_eq!(ids("/api/sessions"), [(id.clone(), "api".to_string())]);
 }
+
+/// `/resume` in the chat starts the user-turn count again, as Python's
+/// `reset_session_state`: the resumed conversation's earlier turn counts at the next turn, so
+/// with `nudge_interval: 2` the review is due on the first turn after the resume (and the
+/// count towards it is kept across the switch, as Python keeps it).
+#[test]
+fn the_chat_counts_a_resumed_conversations_turns_towards_the_memory_review() {
+    let m = mock(0, Vec::new(), None);
+    let home = home_with(&m.server, "memory:\n  nudge_interval: 2\n");
+    let o = run(&home, &["-z", "An earlier question."]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let listed = run(&home, &["sessions", "list", "--json"]);
+    let sessions: Value = serde_json::from_str(&stdout(&listed)).unwrap();
+    let earlier = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["source"] == "cli")
+        .unwrap_or_else(|| panic!("{sessions}"))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let reviews = || chat_bodies(&m.server).into_iter().filter(is_review).count();
+    assert_eq!(reviews(), 0, "one user turn: no review yet");
+
+    let o = run_with_stdin(
+        &home,
+        &[],
+        &format!("First.\nSecond.\n/resume {earlier}\nThird.\n"),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let requests = chat_bodies(&m.server);
+    let flags: Vec<bool> = requests.iter().map(is_review).collect();
+    // earlier, First, Second, review, Third (the resumed conversation's 2nd turn), review.
+    assert_eq!(
+        flags,
+        [false, false, false, true, false, true],
+        "{requests:#?}"
+    );
+    let third = &requests[4]["messages"];
+    assert!(
+        third.to_string().contains("An earlier question."),
+        "{third}"
+    );
+}

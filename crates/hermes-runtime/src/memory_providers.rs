@@ -59,14 +59,7 @@ pub fn select(
             match crate::holographic::from_config(raw, runtime.home(), spec.memory_scope.as_deref())
             {
                 Ok(None) => None,
-                Ok(Some(provider)) => {
-                    if provider.settings().auto_extract {
-                        runtime.warn(
-                        "plugins.hermes-memory-store.auto_extract is not supported in this build; facts are stored only through the fact_store tool",
-                    );
-                    }
-                    Some(provider)
-                }
+                Ok(Some(provider)) => Some(provider),
                 Err(e) => {
                     runtime.warn(&e.to_string());
                     None

@@ -492,7 +492,8 @@ impl Session {
     }
 
     /// Starts a fresh stored session for the rest of the conversation (`/new`); returns its id.
-    /// The memory provider is told the old conversation ended, in the background.
+    /// The memory provider is told the old conversation ended, in the background; the counts
+    /// towards the next background review go on (Python's `/new`).
     pub fn new_conversation(&mut self) -> String {
         if let Some(provider) = self.memory.clone()
             && let Ok(handle) = tokio::runtime::Handle::try_current()
@@ -508,6 +509,7 @@ impl Session {
             });
         }
         self.history.clear();
+        self.nudges.conversation_changed();
         self.recorder.new_session()
     }
 
@@ -562,6 +564,7 @@ impl Session {
         previous.close().await;
         self.handle.set(plan.session_id());
         self.history = plan.history();
+        self.nudges.conversation_changed();
         self.resumed = plan.into_resumed();
         Ok(())
     }

@@ -1,9 +1,16 @@
 //! The `holographic` memory provider (Python's `hermes-memory-store` plugin): a local SQLite
 //! fact store the model writes through the `fact_store` tool and rates through
-//! `fact_feedback`; before each turn the facts best matching the user's message (FTS5 rank and
-//! word overlap, times trust) are recalled into it. Selected with `memory.provider:
-//! holographic`; settings under `plugins.hermes-memory-store`.
+//! `fact_feedback`; facts are linked to the entities named in them and encoded as HRR
+//! vectors, which `probe`, `related`, `reason` and `contradict` query algebraically. Before
+//! each turn the facts best matching the user's message (FTS5 rank, word overlap and vector
+//! similarity, times trust) are recalled into it; with `auto_extract` the user's stated
+//! preferences and decisions become facts when the session ends. Selected with
+//! `memory.provider: holographic`; settings under `plugins.hermes-memory-store`.
 
+mod entities;
+mod extract;
+mod hrr;
+mod retrieval;
 mod store;
 mod tools;
 
@@ -11,11 +18,13 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use hermes_config::HermesHome;
-use hermes_core::memory::provider::{MemoryProvider, ProviderError};
+use hermes_core::memory::Target;
+use hermes_core::memory::provider::{MemoryAction, MemoryProvider, MemoryWrite, ProviderError};
 use hermes_tools::Tool;
 use serde_json::Value;
 
-pub use store::{Fact, FactStore, FactUpdate, Feedback, SearchQuery, StoreError};
+pub use retrieval::{Contradiction, FactBrief, SearchQuery, Weights};
+pub use store::{Fact, FactStore, FactUpdate, Feedback, StoreError};
 
 use crate::memory_providers::PROVIDERS;
 
@@ -31,6 +40,13 @@ pub struct Settings {
     pub default_trust: f64,
     pub min_trust: f64,
     pub auto_extract: bool,
+    /// Phases per HRR vector (`hrr_dim`, default 1024).
+    pub hrr_dim: usize,
+    /// Weight of vector similarity in a search (`hrr_weight`, default 0.3).
+    pub hrr_weight: f64,
+    /// Days for a fact's search score to halve (`temporal_decay_half_life`; 0, the
+    /// default, keeps scores from decaying).
+    pub half_life_days: f64,
 }
 
 impl Settings {
@@ -68,6 +84,10 @@ impl Settings {
             default_trust: number("default_trust", 0.5),
             min_trust: number("min_trust_threshold", 0.3),
             auto_extract,
+            hrr_dim: number("hrr_dim", hrr::DEFAULT_DIM as f64).clamp(1.0, hrr::MAX_DIM as f64)
+                as usize,
+            hrr_weight: number("hrr_weight", retrieval::DEFAULT_HRR_WEIGHT).max(0.0),
+            half_life_days: number("temporal_decay_half_life", 0.0).max(0.0),
         }
     }
 }
@@ -113,7 +133,14 @@ pub struct HolographicProvider {
 
 impl HolographicProvider {
     pub fn open(settings: Settings, scope: &str) -> Result<Self, StoreError> {
-        let store = FactStore::open(&settings.db_path, settings.default_trust)?.scoped(scope);
+        let store = FactStore::open(&settings.db_path, settings.default_trust)?
+            .scoped(scope)
+            .with_dim(settings.hrr_dim)
+            .with_weights(Weights {
+                hrr_weight: settings.hrr_weight,
+                half_life_days: settings.half_life_days,
+            });
+        store.backfill_vectors()?;
         Ok(HolographicProvider {
             store: Arc::new(Mutex::new(store)),
             settings,
@@ -151,6 +178,27 @@ impl HolographicProvider {
     }
 }
 
+impl HolographicProvider {
+    /// Python's `_auto_extract_facts`: each user message of the conversation that states a
+    /// preference ("I prefer ...", "my favorite X is ...", "I always ...") becomes a
+    /// `user_pref` fact, one that states a decision ("we decided ...", "the project uses
+    /// ...") a `project` fact, both cut at 400 characters. Returns how many facts were
+    /// stored (a fact already stored counts, as in Python).
+    pub fn auto_extract(&self, messages: &[hermes_protocol::Message]) -> Result<usize, StoreError> {
+        let store = lock(&self.store);
+        let mut stored = 0;
+        for (content, category) in extract::statements(messages) {
+            match store.add(&content, category, "") {
+                Ok(_) => stored += 1,
+                // Python skips a fact it cannot add and goes on with the rest.
+                Err(StoreError::OtherScope | StoreError::EmptyContent) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(stored)
+    }
+}
+
 /// The store stays usable after a panic elsewhere: every write is one statement.
 fn lock(store: &Mutex<FactStore>) -> std::sync::MutexGuard<'_, FactStore> {
     store.lock().unwrap_or_else(|e| e.into_inner())
@@ -180,5 +228,153 @@ impl MemoryProvider for HolographicProvider {
             )),
             Arc::new(tools::FactFeedbackTool::new(self.store.clone())),
         ]
+    }
+
+    /// Python's block: how many facts there are and how to use the tools (an empty store
+    /// asks for facts to be added). Counted in this session's scope.
+    fn system_prompt_block(&self) -> String {
+        match lock(&self.store).scope_count() {
+            Ok(0) => "# Holographic Memory\n\
+                 Active. Empty fact store \u{2014} proactively add facts the user would expect you to remember.\n\
+                 Use fact_store(action='add') to store durable structured facts about people, projects, preferences, decisions.\n\
+                 Use fact_feedback to rate facts after using them (trains trust scores)."
+                .to_string(),
+            Ok(total) => format!(
+                "# Holographic Memory\n\
+                 Active. {total} facts stored with entity resolution and trust scoring.\n\
+                 Use fact_store to search, probe entities, reason across entities, or add facts.\n\
+                 Use fact_feedback to rate facts after using them (trains trust scores)."
+            ),
+            // Python shows the empty-store text when it cannot count; a broken store says
+            // so through its tools instead.
+            Err(_) => String::new(),
+        }
+    }
+
+    /// A fact added to `USER.md` or `MEMORY.md` is mirrored as a fact (`user_pref` for the
+    /// user file), as Python's `on_memory_write` does; replacements and removals are not.
+    fn on_memory_write(&self, write: &MemoryWrite) {
+        if write.action != MemoryAction::Add || write.content.trim().is_empty() {
+            return;
+        }
+        let category = match write.target {
+            Target::User => "user_pref",
+            Target::Memory => "general",
+        };
+        if let Err(e) = lock(&self.store).add(&write.content, category, "") {
+            tracing::debug!("holographic: mirroring a memory write failed: {e}");
+        }
+    }
+
+    /// With `auto_extract`, the user's stated preferences and decisions become facts.
+    async fn on_session_end(
+        &self,
+        messages: &[hermes_protocol::Message],
+    ) -> Result<(), ProviderError> {
+        if !self.settings.auto_extract || messages.is_empty() {
+            return Ok(());
+        }
+        let stored = self
+            .auto_extract(messages)
+            .map_err(|e| ProviderError(format!("auto_extract: {e}")))?;
+        if stored > 0 {
+            tracing::info!("holographic: auto-extracted {stored} facts from the conversation");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hermes_protocol::Message;
+
+    fn provider(dir: &tempfile::TempDir, scope: &str) -> HolographicProvider {
+        let home = HermesHome::at(dir.path());
+        let raw = serde_json::json!({"plugins": {"hermes-memory-store": {"auto_extract": true}}});
+        HolographicProvider::open(Settings::from_config(&raw, &home), scope).unwrap()
+    }
+
+    #[tokio::test]
+    async fn memory_writes_are_mirrored_and_the_session_end_extracts() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = provider(&dir, "");
+        let write = |action, target, content: &str| MemoryWrite {
+            action,
+            target,
+            content: content.into(),
+        };
+        p.on_memory_write(&write(MemoryAction::Add, Target::User, "User likes Helix"));
+        p.on_memory_write(&write(MemoryAction::Add, Target::Memory, "Repo uses Nix"));
+        p.on_memory_write(&write(
+            MemoryAction::Replace,
+            Target::User,
+            "User likes Vim",
+        ));
+        p.on_memory_write(&write(
+            MemoryAction::Remove,
+            Target::User,
+            "User likes Helix",
+        ));
+        let facts = lock(&p.store).list(None, 0.0, 10).unwrap();
+        let got: Vec<(&str, &str)> = facts
+            .iter()
+            .map(|f| (f.content.as_str(), f.category.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("User likes Helix", "user_pref"),
+                ("Repo uses Nix", "general")
+            ]
+        );
+        assert!(p.system_prompt_block().contains("Active. 2 facts stored"));
+        p.on_session_end(&[Message::user("I always write tests first")])
+            .await
+            .unwrap();
+        assert_eq!(p.count().unwrap(), 3);
+        assert!(
+            provider(&dir, "other")
+                .system_prompt_block()
+                .contains("Empty fact store"),
+            "counted in the scope"
+        );
+    }
+
+    #[test]
+    fn auto_extract_stores_stated_preferences_and_decisions() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = provider(&dir, "");
+        assert!(p.settings().auto_extract);
+        let messages = [
+            Message::user("I prefer tabs over spaces"),
+            Message::assistant("We decided to use tabs then."),
+            Message::user("we agreed to deploy with Nix"),
+            Message::user("thanks"),
+        ];
+        assert_eq!(p.auto_extract(&messages).unwrap(), 2);
+        let store = lock(&p.store);
+        let facts = store.list(None, 0.0, 10).unwrap();
+        let got: Vec<(&str, &str)> = facts
+            .iter()
+            .map(|f| (f.content.as_str(), f.category.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("I prefer tabs over spaces", "user_pref"),
+                ("we agreed to deploy with Nix", "project")
+            ]
+        );
+        drop(store);
+        assert_eq!(
+            p.auto_extract(&messages).unwrap(),
+            2,
+            "again: the same facts"
+        );
+        assert_eq!(p.count().unwrap(), 2);
+        // Another session key keeps its own copies.
+        assert_eq!(provider(&dir, "k").auto_extract(&messages).unwrap(), 2);
+        assert_eq!(p.count().unwrap(), 4);
     }
 }

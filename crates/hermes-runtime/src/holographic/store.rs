@@ -1,15 +1,18 @@
-//! The holographic fact store: facts in SQLite with a trust score and an FTS5 index, in the
-//! table layout of Python's `plugins/memory/holographic/store.py` (so one `memory_store.db`
-//! serves both). Python's entity tables and HRR vectors are not kept: recall is FTS5 ranked,
-//! reranked by word overlap and weighted by trust. Each fact carries a `scope` (the API
-//! server's `X-Hermes-Session-Key`, empty elsewhere): a store sees and changes only its own
-//! scope's facts.
+//! The holographic fact store: facts in SQLite with a trust score, an FTS5 index, the entity
+//! graph (`entities`, `fact_entities`) and HRR vectors (`facts.hrr_vector`, per-category
+//! `memory_banks`), in the table layout of Python's `plugins/memory/holographic/store.py` so
+//! one `memory_store.db` serves both. Each fact carries a `scope` (the API server's
+//! `X-Hermes-Session-Key`, empty elsewhere): a store sees and changes only its own scope's
+//! facts. Entities are names shared by every scope; what a scope sees of them goes through
+//! its own facts. The queries over all this are in `retrieval`.
 
-use std::collections::HashSet;
 use std::path::Path;
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
+
+use super::retrieval::Weights;
+use super::{entities, hrr};
 
 /// Trust gained when a fact is rated helpful (Python `_HELPFUL_DELTA`).
 pub const HELPFUL_DELTA: f64 = 0.05;
@@ -31,8 +34,21 @@ CREATE TABLE IF NOT EXISTS facts (
     scope           TEXT NOT NULL DEFAULT '',
     UNIQUE (content, scope)
 );
+CREATE TABLE IF NOT EXISTS entities (
+    entity_id   INTEGER PRIMARY KEY AUTOINCREMENT,
+    name        TEXT NOT NULL,
+    entity_type TEXT DEFAULT 'unknown',
+    aliases     TEXT DEFAULT '',
+    created_at  TIMESTAMP DEFAULT CURRENT_TIMESTAMP
+);
+CREATE TABLE IF NOT EXISTS fact_entities (
+    fact_id   INTEGER REFERENCES facts(fact_id),
+    entity_id INTEGER REFERENCES entities(entity_id),
+    PRIMARY KEY (fact_id, entity_id)
+);
 CREATE INDEX IF NOT EXISTS idx_facts_trust    ON facts(trust_score DESC);
 CREATE INDEX IF NOT EXISTS idx_facts_category ON facts(category);
+CREATE INDEX IF NOT EXISTS idx_entities_name  ON entities(name);
 CREATE VIRTUAL TABLE IF NOT EXISTS facts_fts
     USING fts5(content, tags, content=facts, content_rowid=fact_id);
 CREATE TRIGGER IF NOT EXISTS facts_ai AFTER INSERT ON facts BEGIN
@@ -47,140 +63,15 @@ CREATE TRIGGER IF NOT EXISTS facts_au AFTER UPDATE ON facts BEGIN
         VALUES ('delete', old.fact_id, old.content, old.tags);
     INSERT INTO facts_fts(rowid, content, tags) VALUES (new.fact_id, new.content, new.tags);
 END;
+CREATE TABLE IF NOT EXISTS memory_banks (
+    bank_id    INTEGER PRIMARY KEY AUTOINCREMENT,
+    bank_name  TEXT NOT NULL UNIQUE,
+    vector     BLOB NOT NULL,
+    dim        INTEGER NOT NULL,
+    fact_count INTEGER DEFAULT 0,
+    updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP
+);
 ";
-
-/// Words dropped from a search: they match everything and carry no signal.
-const STOPWORDS: &[&str] = &[
-    "a",
-    "about",
-    "above",
-    "after",
-    "again",
-    "all",
-    "am",
-    "an",
-    "and",
-    "any",
-    "are",
-    "as",
-    "at",
-    "be",
-    "because",
-    "been",
-    "before",
-    "being",
-    "between",
-    "both",
-    "but",
-    "by",
-    "can",
-    "could",
-    "did",
-    "do",
-    "does",
-    "doing",
-    "don",
-    "down",
-    "during",
-    "each",
-    "few",
-    "for",
-    "from",
-    "further",
-    "had",
-    "has",
-    "have",
-    "having",
-    "he",
-    "her",
-    "here",
-    "hers",
-    "herself",
-    "him",
-    "himself",
-    "his",
-    "how",
-    "i",
-    "if",
-    "in",
-    "into",
-    "is",
-    "it",
-    "its",
-    "itself",
-    "just",
-    "me",
-    "more",
-    "most",
-    "my",
-    "myself",
-    "no",
-    "nor",
-    "not",
-    "now",
-    "of",
-    "off",
-    "on",
-    "once",
-    "only",
-    "or",
-    "other",
-    "our",
-    "ours",
-    "ourselves",
-    "out",
-    "over",
-    "own",
-    "same",
-    "she",
-    "should",
-    "so",
-    "some",
-    "such",
-    "than",
-    "that",
-    "the",
-    "their",
-    "theirs",
-    "them",
-    "themselves",
-    "then",
-    "there",
-    "these",
-    "they",
-    "this",
-    "those",
-    "through",
-    "to",
-    "too",
-    "under",
-    "until",
-    "up",
-    "very",
-    "was",
-    "we",
-    "were",
-    "what",
-    "when",
-    "where",
-    "which",
-    "while",
-    "who",
-    "whom",
-    "why",
-    "will",
-    "with",
-    "would",
-    "you",
-    "your",
-    "yours",
-    "yourself",
-    "yourselves",
-];
-
-/// At most this many words of a query reach FTS5: a pasted document must not become a
-/// thousand-term OR expression.
-const MAX_QUERY_TERMS: usize = 32;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -212,7 +103,7 @@ pub struct Fact {
     pub helpful_count: i64,
     pub created_at: String,
     pub updated_at: String,
-    /// Relevance × trust, for search results only.
+    /// Relevance × trust, in the results of search, probe, related and reason.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub score: Option<f64>,
 }
@@ -235,26 +126,24 @@ pub struct FactUpdate {
     pub category: Option<String>,
 }
 
-/// What a search looks for.
-#[derive(Debug, Clone)]
-pub struct SearchQuery<'a> {
-    pub text: &'a str,
-    pub category: Option<&'a str>,
-    pub min_trust: f64,
-    pub limit: usize,
-}
-
 pub struct FactStore {
-    conn: Connection,
+    pub(super) conn: Connection,
     default_trust: f64,
-    scope: String,
+    pub(super) scope: String,
+    pub(super) dim: usize,
+    pub(super) weights: Weights,
 }
 
-const COLUMNS: &str = "f.fact_id, f.content, f.category, f.tags, f.trust_score, \
+pub(super) const COLUMNS: &str = "f.fact_id, f.content, f.category, f.tags, f.trust_score, \
     f.retrieval_count, f.helpful_count, f.created_at, f.updated_at";
 
+/// Facts given vectors when a store is opened, at most: the rest on the next open, so
+/// opening a large store written without vectors stays quick.
+const BACKFILL_BATCH: i64 = 2000;
+
 impl FactStore {
-    /// Opens (creating when missing) the store at `path`.
+    /// Opens (creating when missing) the store at `path`, with vectors of
+    /// [`hrr::DEFAULT_DIM`] phases.
     pub fn open(path: &Path, default_trust: f64) -> Result<Self, StoreError> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|source| StoreError::Dir {
@@ -267,20 +156,30 @@ impl FactStore {
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         let _: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
         conn.execute_batch(SCHEMA)?;
-        // A store the Python Hermes created has no scope column yet.
-        let has_scope: bool = conn.query_row(
-            "SELECT COUNT(*) > 0 FROM pragma_table_info('facts') WHERE name = 'scope'",
-            [],
-            |r| r.get(0),
-        )?;
-        if !has_scope {
-            conn.execute_batch("ALTER TABLE facts ADD COLUMN scope TEXT NOT NULL DEFAULT ''")?;
+        // Older Python stores lack the vector column; Python stores lack the scope.
+        for (column, ddl) in [
+            ("hrr_vector", "ALTER TABLE facts ADD COLUMN hrr_vector BLOB"),
+            (
+                "scope",
+                "ALTER TABLE facts ADD COLUMN scope TEXT NOT NULL DEFAULT ''",
+            ),
+        ] {
+            let present: bool = conn.query_row(
+                "SELECT COUNT(*) > 0 FROM pragma_table_info('facts') WHERE name = ?1",
+                [column],
+                |r| r.get(0),
+            )?;
+            if !present {
+                conn.execute_batch(ddl)?;
+            }
         }
         conn.execute_batch("CREATE INDEX IF NOT EXISTS idx_facts_scope ON facts(scope)")?;
         Ok(FactStore {
             conn,
             default_trust: clamp(default_trust),
             scope: String::new(),
+            dim: hrr::DEFAULT_DIM,
+            weights: Weights::default(),
         })
     }
 
@@ -290,7 +189,21 @@ impl FactStore {
         self
     }
 
-    /// Stores `content`; a fact with the same content keeps its row and id.
+    /// The same store with vectors of `dim` phases (Python's `hrr_dim`), kept within
+    /// 1..=[`hrr::MAX_DIM`].
+    pub fn with_dim(mut self, dim: usize) -> Self {
+        self.dim = dim.clamp(1, hrr::MAX_DIM);
+        self
+    }
+
+    /// The same store weighing search results by `weights`.
+    pub fn with_weights(mut self, weights: Weights) -> Self {
+        self.weights = weights;
+        self
+    }
+
+    /// Stores `content`; a fact with the same content keeps its row and id. A new fact is
+    /// linked to the entities in its text and gets its vector; its category's bank follows.
     pub fn add(&self, content: &str, category: &str, tags: &str) -> Result<i64, StoreError> {
         let content = content.trim();
         if content.is_empty() {
@@ -300,106 +213,22 @@ impl FactStore {
             "INSERT OR IGNORE INTO facts (content, category, tags, trust_score, scope) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![content, category, tags, self.default_trust, self.scope],
         )?;
-        if inserted == 1 {
-            return Ok(self.conn.last_insert_rowid());
+        if inserted == 0 {
+            return self
+                .conn
+                .query_row(
+                    "SELECT fact_id FROM facts WHERE content = ?1 AND scope = ?2",
+                    params![content, self.scope],
+                    |r| r.get(0),
+                )
+                .optional()?
+                .ok_or(StoreError::OtherScope);
         }
-        self.conn
-            .query_row(
-                "SELECT fact_id FROM facts WHERE content = ?1 AND scope = ?2",
-                params![content, self.scope],
-                |r| r.get(0),
-            )
-            .optional()?
-            .ok_or(StoreError::OtherScope)
-    }
-
-    /// Facts matching any content word of `query`, best first: FTS5 rank and word overlap
-    /// make the relevance, multiplied by trust. Counts a retrieval for each fact returned.
-    pub fn search(&self, query: &SearchQuery<'_>) -> Result<Vec<Fact>, StoreError> {
-        let Some(expr) = fts_expression(query.text) else {
-            return Ok(Vec::new());
-        };
-        let limit = query.limit.clamp(1, 100);
-        let mut stmt = self.conn.prepare(&format!(
-            "SELECT {COLUMNS}, bm25(facts_fts) FROM facts f
-             JOIN facts_fts ON facts_fts.rowid = f.fact_id
-             WHERE facts_fts MATCH ?1 AND f.trust_score >= ?2
-               AND (?3 IS NULL OR f.category = ?3) AND f.scope = ?5
-             ORDER BY bm25(facts_fts) LIMIT ?4"
-        ))?;
-        let rows = stmt.query_map(
-            params![
-                expr,
-                query.min_trust,
-                query.category,
-                (limit * 3) as i64,
-                self.scope
-            ],
-            |r| Ok((row_to_fact(r)?, r.get::<_, f64>(9)?)),
-        )?;
-        let candidates = rows.collect::<Result<Vec<_>, _>>()?;
-        // bm25 is negative, more negative is better: scale to 0..1 against the best candidate.
-        let best = candidates
-            .iter()
-            .map(|(_, rank)| -rank)
-            .fold(f64::EPSILON, f64::max);
-        let words = tokens(query.text);
-        let mut scored: Vec<Fact> = candidates
-            .into_iter()
-            .map(|(mut fact, rank)| {
-                let mut fact_words = tokens(&fact.content);
-                fact_words.extend(tokens(&fact.tags));
-                let relevance = 0.5 * (-rank / best).max(0.0) + 0.5 * jaccard(&words, &fact_words);
-                fact.score = Some(relevance * fact.trust_score);
-                fact
-            })
-            .collect();
-        scored.sort_by(|a, b| {
-            b.score
-                .partial_cmp(&a.score)
-                .unwrap_or(std::cmp::Ordering::Equal)
-        });
-        scored.truncate(limit);
-        for fact in &scored {
-            self.conn.execute(
-                "UPDATE facts SET retrieval_count = retrieval_count + 1 WHERE fact_id = ?1",
-                [fact.fact_id],
-            )?;
-        }
-        Ok(scored)
-    }
-
-    /// Facts containing every one of `terms` (each as a phrase), by trust: Python's `probe`
-    /// (one entity) and `reason` (several) without the entity graph.
-    pub fn containing_all(
-        &self,
-        terms: &[String],
-        category: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<Fact>, StoreError> {
-        let phrases: Vec<String> = terms
-            .iter()
-            .filter_map(|t| phrase(t))
-            .take(MAX_QUERY_TERMS)
-            .collect();
-        if phrases.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut stmt = self.conn.prepare(&format!(
-            "SELECT {COLUMNS} FROM facts f JOIN facts_fts ON facts_fts.rowid = f.fact_id
-             WHERE facts_fts MATCH ?1 AND (?2 IS NULL OR f.category = ?2) AND f.scope = ?4
-             ORDER BY f.trust_score DESC, f.fact_id LIMIT ?3"
-        ))?;
-        let rows = stmt.query_map(
-            params![
-                phrases.join(" AND "),
-                category,
-                limit.clamp(1, 100) as i64,
-                self.scope
-            ],
-            row_to_fact,
-        )?;
-        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        let fact_id = self.conn.last_insert_rowid();
+        self.link_entities(fact_id, content)?;
+        self.compute_vector(fact_id, content)?;
+        self.rebuild_bank(category)?;
+        Ok(fact_id)
     }
 
     /// Facts by trust, highest first.
@@ -421,12 +250,22 @@ impl FactStore {
         Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }
 
-    /// Applies `update` to a fact; false when there is no such fact.
+    /// Applies `update` to a fact; false when there is no such fact. New content is linked
+    /// to its entities afresh and gets a new vector; the banks of the old and the new
+    /// category follow.
     pub fn update(&self, fact_id: i64, update: &FactUpdate) -> Result<bool, StoreError> {
-        let Some(trust) = self.trust(fact_id)? else {
+        let Some((trust, old_category)) = self
+            .conn
+            .query_row(
+                "SELECT trust_score, category FROM facts WHERE fact_id = ?1 AND scope = ?2",
+                params![fact_id, self.scope],
+                |r| Ok((r.get::<_, Option<f64>>(0)?, r.get::<_, Option<String>>(1)?)),
+            )
+            .optional()?
+        else {
             return Ok(false);
         };
-        let new_trust = update.trust_delta.map(|d| clamp(trust + d));
+        let new_trust = update.trust_delta.map(|d| clamp(trust.unwrap_or(0.0) + d));
         let content = update.content.as_deref().map(str::trim);
         if content == Some("") {
             return Err(StoreError::EmptyContent);
@@ -438,15 +277,39 @@ impl FactStore {
              WHERE fact_id = ?5 AND scope = ?6",
             params![content, new_trust, update.tags, update.category, fact_id, self.scope],
         )?;
+        if let Some(content) = content {
+            self.conn
+                .execute("DELETE FROM fact_entities WHERE fact_id = ?1", [fact_id])?;
+            self.link_entities(fact_id, content)?;
+            self.compute_vector(fact_id, content)?;
+        }
+        let old_category = old_category.unwrap_or_default();
+        self.rebuild_bank(&old_category)?;
+        if let Some(category) = update.category.as_deref().filter(|c| *c != old_category) {
+            self.rebuild_bank(category)?;
+        }
         Ok(true)
     }
 
-    /// Deletes a fact; false when there was none.
+    /// Deletes a fact and its entity links; false when there was none.
     pub fn remove(&self, fact_id: i64) -> Result<bool, StoreError> {
-        Ok(self.conn.execute(
-            "DELETE FROM facts WHERE fact_id = ?1 AND scope = ?2",
-            params![fact_id, self.scope],
-        )? == 1)
+        let Some(category) = self
+            .conn
+            .query_row(
+                "SELECT category FROM facts WHERE fact_id = ?1 AND scope = ?2",
+                params![fact_id, self.scope],
+                |r| r.get::<_, Option<String>>(0),
+            )
+            .optional()?
+        else {
+            return Ok(false);
+        };
+        self.conn
+            .execute("DELETE FROM fact_entities WHERE fact_id = ?1", [fact_id])?;
+        self.conn
+            .execute("DELETE FROM facts WHERE fact_id = ?1", [fact_id])?;
+        self.rebuild_bank(&category.unwrap_or_default())?;
+        Ok(true)
     }
 
     /// Rates a fact: helpful raises trust by [`HELPFUL_DELTA`], unhelpful lowers it by
@@ -488,6 +351,49 @@ impl FactStore {
             .query_row("SELECT COUNT(*) FROM facts", [], |r| r.get(0))?)
     }
 
+    /// The names of the entities a fact is linked to, in link order.
+    pub fn entity_names(&self, fact_id: i64) -> Result<Vec<String>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT e.name FROM entities e JOIN fact_entities fe ON fe.entity_id = e.entity_id
+             WHERE fe.fact_id = ?1 ORDER BY fe.entity_id",
+        )?;
+        let rows = stmt.query_map([fact_id], |r| r.get(0))?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    /// Gives vectors to facts stored without one (by a Python Hermes without numpy, or
+    /// before this build kept them), a batch per call, and rebuilds the banks they change.
+    /// Returns how many facts got one.
+    pub fn backfill_vectors(&self) -> Result<usize, StoreError> {
+        let missing: Vec<(i64, String, Option<String>)> = {
+            let mut stmt = self.conn.prepare(
+                "SELECT fact_id, content, category FROM facts WHERE hrr_vector IS NULL
+                 ORDER BY fact_id LIMIT ?1",
+            )?;
+            let rows =
+                stmt.query_map([BACKFILL_BATCH], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+            rows.collect::<Result<_, _>>()?
+        };
+        let mut categories = std::collections::BTreeSet::new();
+        for (fact_id, content, category) in &missing {
+            self.compute_vector(*fact_id, content)?;
+            categories.insert(category.clone().unwrap_or_default());
+        }
+        for category in categories {
+            self.rebuild_bank(&category)?;
+        }
+        Ok(missing.len())
+    }
+
+    /// How many facts this store's scope holds.
+    pub fn scope_count(&self) -> Result<i64, StoreError> {
+        Ok(self.conn.query_row(
+            "SELECT COUNT(*) FROM facts WHERE scope = ?1",
+            [&self.scope],
+            |r| r.get(0),
+        )?)
+    }
+
     fn trust(&self, fact_id: i64) -> Result<Option<f64>, StoreError> {
         Ok(self
             .conn
@@ -498,9 +404,97 @@ impl FactStore {
             )
             .optional()?)
     }
+
+    /// Links a fact to the entities of its text, resolving each name as Python does: by
+    /// name (`LIKE`, so case-insensitive), then by alias, else a new entity.
+    fn link_entities(&self, fact_id: i64, content: &str) -> Result<(), StoreError> {
+        for name in entities::extract(content) {
+            let existing: Option<i64> = self
+                .conn
+                .query_row(
+                    "SELECT entity_id FROM entities WHERE name LIKE ?1",
+                    [&name],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            let existing = match existing {
+                Some(id) => Some(id),
+                None => self
+                    .conn
+                    .query_row(
+                        "SELECT entity_id FROM entities
+                         WHERE ',' || aliases || ',' LIKE '%,' || ?1 || ',%'",
+                        [&name],
+                        |r| r.get(0),
+                    )
+                    .optional()?,
+            };
+            let entity_id = match existing {
+                Some(id) => id,
+                None => {
+                    self.conn
+                        .execute("INSERT INTO entities (name) VALUES (?1)", [&name])?;
+                    self.conn.last_insert_rowid()
+                }
+            };
+            self.conn.execute(
+                "INSERT OR IGNORE INTO fact_entities (fact_id, entity_id) VALUES (?1, ?2)",
+                params![fact_id, entity_id],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Stores the fact's vector: its content and linked entities, encoded as Python does.
+    fn compute_vector(&self, fact_id: i64, content: &str) -> Result<(), StoreError> {
+        let names = self.entity_names(fact_id)?;
+        let vector = hrr::encode_fact(content, &names, self.dim);
+        self.conn.execute(
+            "UPDATE facts SET hrr_vector = ?1 WHERE fact_id = ?2",
+            params![hrr::to_bytes(&vector), fact_id],
+        )?;
+        Ok(())
+    }
+
+    /// Rebuilds the bank `cat:<category>` (the bundle of the category's fact vectors, every
+    /// scope, as Python keeps it) so a Python Hermes reading this file finds it current.
+    fn rebuild_bank(&self, category: &str) -> Result<(), StoreError> {
+        let bank = format!("cat:{category}");
+        let vectors: Vec<hrr::Phases> = {
+            let mut stmt = self.conn.prepare_cached(
+                "SELECT hrr_vector FROM facts WHERE category = ?1 AND hrr_vector IS NOT NULL",
+            )?;
+            let rows = stmt.query_map([category], |r| r.get::<_, Vec<u8>>(0))?;
+            let mut vectors = Vec::new();
+            for bytes in rows {
+                vectors.extend(hrr::from_bytes(&bytes?, self.dim));
+            }
+            vectors
+        };
+        if vectors.is_empty() {
+            self.conn
+                .execute("DELETE FROM memory_banks WHERE bank_name = ?1", [&bank])?;
+            return Ok(());
+        }
+        let refs: Vec<&[f64]> = vectors.iter().map(Vec::as_slice).collect();
+        let bundled = hrr::bundle(&refs);
+        self.conn.execute(
+            "INSERT INTO memory_banks (bank_name, vector, dim, fact_count, updated_at)
+             VALUES (?1, ?2, ?3, ?4, CURRENT_TIMESTAMP)
+             ON CONFLICT(bank_name) DO UPDATE SET vector = excluded.vector, dim = excluded.dim,
+                 fact_count = excluded.fact_count, updated_at = excluded.updated_at",
+            params![
+                bank,
+                hrr::to_bytes(&bundled),
+                self.dim as i64,
+                vectors.len() as i64
+            ],
+        )?;
+        Ok(())
+    }
 }
 
-fn row_to_fact(r: &rusqlite::Row<'_>) -> rusqlite::Result<Fact> {
+pub(super) fn row_to_fact(r: &rusqlite::Row<'_>) -> rusqlite::Result<Fact> {
     Ok(Fact {
         fact_id: r.get(0)?,
         content: r.get(1)?,
@@ -523,54 +517,9 @@ fn clamp(trust: f64) -> f64 {
     }
 }
 
-/// Lower-cased words, surrounding punctuation stripped.
-fn tokens(text: &str) -> HashSet<String> {
-    text.split_whitespace()
-        .map(|w| {
-            w.trim_matches(|c: char| !c.is_alphanumeric())
-                .to_lowercase()
-        })
-        .filter(|w| !w.is_empty())
-        .collect()
-}
-
-fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f64 {
-    let union = a.union(b).count();
-    if union == 0 {
-        return 0.0;
-    }
-    a.intersection(b).count() as f64 / union as f64
-}
-
-/// `text` as one FTS5 phrase: only letters, digits and spaces survive, so no quote or
-/// operator can change the query's meaning. `None` when nothing is left.
-fn phrase(text: &str) -> Option<String> {
-    let cleaned: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .take(MAX_QUERY_TERMS)
-        .map(str::to_lowercase)
-        .collect();
-    (!cleaned.is_empty()).then(|| format!("\"{}\"", cleaned.join(" ")))
-}
-
-/// A prose query as an FTS5 OR of its content words, each a quoted phrase (FTS5 would AND
-/// bare words and read `-`, `*`, `:` ... as operators). `None` when no content word is left.
-pub(crate) fn fts_expression(query: &str) -> Option<String> {
-    let mut seen = HashSet::new();
-    let terms: Vec<String> = query
-        .split(|c: char| !c.is_alphanumeric())
-        .map(str::to_lowercase)
-        .filter(|w| w.chars().count() >= 2 && !STOPWORDS.contains(&w.as_str()))
-        .filter(|w| seen.insert(w.clone()))
-        .take(MAX_QUERY_TERMS)
-        .map(|w| format!("\"{w}\""))
-        .collect();
-    (!terms.is_empty()).then(|| terms.join(" OR "))
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::retrieval::SearchQuery;
     use super::*;
 
     fn store() -> (tempfile::TempDir, FactStore) {
@@ -636,11 +585,10 @@ mod tests {
             assert!(hits.len() <= 1, "{q:?}");
         }
         assert_eq!(search(&s, "alpha\" OR \"")[0].content, "alpha beta gamma");
-        assert!(
-            s.containing_all(&["\"(".into(), "*".into()], None, 5)
-                .unwrap()
-                .is_empty()
-        );
+        for entity in ["\"(", "*", "", "%", "_"] {
+            let probed = s.probe(entity, None, 5).unwrap();
+            assert_eq!(probed.len(), 1, "scored, never an error: {entity:?}");
+        }
         assert_eq!(s.count().unwrap(), 1);
     }
 
@@ -729,17 +677,10 @@ mod tests {
             .unwrap();
         s.add("Alice Smith likes tea", "user_pref", "").unwrap();
         s.add("Bob runs billing", "project", "").unwrap();
-        let both = s
-            .containing_all(&["alice smith".into(), "billing".into()], None, 10)
-            .unwrap();
-        assert_eq!(both.len(), 1);
-        assert_eq!(both[0].fact_id, a);
-        assert_eq!(
-            s.containing_all(&["Alice Smith".into()], None, 10)
-                .unwrap()
-                .len(),
-            2
-        );
+        let names = |id| s.entity_names(id).unwrap();
+        assert_eq!(names(a), ["Alice Smith"]);
+        let tea = s.list(Some("user_pref"), 0.0, 10).unwrap()[0].fact_id;
+        assert_eq!(names(tea), ["Alice Smith"], "one entity, resolved by name");
         assert!(
             s.update(
                 a,
@@ -755,6 +696,17 @@ mod tests {
         assert_eq!(listed[0].content, "Alice Smith owns billing");
         assert!((listed[0].trust_score - 0.8).abs() < 1e-9);
         assert!(search(&s, "works").is_empty(), "index follows updates");
+        assert!(
+            s.update(
+                a,
+                &FactUpdate {
+                    content: Some("Carol Jones owns billing".into()),
+                    ..Default::default()
+                }
+            )
+            .unwrap()
+        );
+        assert_eq!(names(a), ["Carol Jones"], "links follow the content");
         assert!(s.remove(a).unwrap());
         assert!(!s.remove(a).unwrap());
         assert!(!s.update(a, &FactUpdate::default()).unwrap());

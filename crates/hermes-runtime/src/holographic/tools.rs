@@ -1,5 +1,5 @@
-//! The holographic provider's tools: `fact_store` (add, search, probe, reason, update,
-//! remove, list) and `fact_feedback` (helpful / unhelpful). A store failure is a tool error
+//! The holographic provider's tools: `fact_store` (add, search, probe, related, reason,
+//! contradict, update, remove, list) and `fact_feedback` (helpful / unhelpful). A store failure is a tool error
 //! the model reads, never a crash.
 
 use std::sync::{Arc, Mutex};
@@ -10,8 +10,19 @@ use serde_json::{Value, json};
 use super::{FactStore, FactUpdate, SearchQuery, lock};
 
 const ACTIONS: &[&str] = &[
-    "add", "search", "probe", "reason", "update", "remove", "list",
+    "add",
+    "search",
+    "probe",
+    "related",
+    "reason",
+    "contradict",
+    "update",
+    "remove",
+    "list",
 ];
+
+/// The most entities one `reason` call combines.
+const MAX_REASON_ENTITIES: usize = 32;
 
 pub struct FactStoreTool {
     store: Arc<Mutex<FactStore>>,
@@ -60,10 +71,18 @@ impl Tool for FactStoreTool {
         "memory"
     }
     fn description(&self) -> &str {
-        "Deep structured memory: durable facts about the user, projects and tools, kept across sessions with a trust score. \
-         Actions: add (store a fact the user would expect you to remember), search (keyword lookup), \
-         probe (all facts mentioning an entity), reason (facts mentioning ALL of several entities), \
-         update / remove / list. Before answering questions about the user, search or probe first."
+        // Python's schema text, so the model is steered the same way in both builds.
+        "Deep structured memory with algebraic reasoning. Use alongside the memory tool \u{2014} \
+         memory for always-on context, fact_store for deep recall and compositional queries.\n\n\
+         ACTIONS (simple \u{2192} powerful):\n\
+         \u{2022} add \u{2014} Store a fact the user would expect you to remember.\n\
+         \u{2022} search \u{2014} Keyword lookup ('editor config', 'deploy process').\n\
+         \u{2022} probe \u{2014} Entity recall: ALL facts about a person/thing.\n\
+         \u{2022} related \u{2014} What connects to an entity? Structural adjacency.\n\
+         \u{2022} reason \u{2014} Compositional: facts connected to MULTIPLE entities simultaneously.\n\
+         \u{2022} contradict \u{2014} Memory hygiene: find facts making conflicting claims.\n\
+         \u{2022} update/remove/list \u{2014} CRUD operations.\n\n\
+         IMPORTANT: Before answering questions about the user, ALWAYS probe or reason first."
     }
     fn parameters(&self) -> Value {
         json!({
@@ -72,7 +91,7 @@ impl Tool for FactStoreTool {
                 "action": {"type": "string", "enum": ACTIONS},
                 "content": {"type": "string", "description": "Fact content (add, update)."},
                 "query": {"type": "string", "description": "Search words (search)."},
-                "entity": {"type": "string", "description": "Entity name (probe)."},
+                "entity": {"type": "string", "description": "Entity name (probe, related)."},
                 "entities": {"type": "array", "items": {"type": "string"}, "description": "Entity names (reason)."},
                 "fact_id": {"type": "integer", "description": "Fact id (update, remove)."},
                 "category": {"type": "string", "enum": ["user_pref", "project", "tool", "general"]},
@@ -121,20 +140,24 @@ impl Tool for FactStoreTool {
                     .map_err(err)?;
                 Ok(results(facts))
             }
-            "probe" => {
+            "probe" | "related" => {
                 let entity = required(&args, "entity", action)?;
-                let facts = store
-                    .containing_all(&[entity.to_string()], category, limit(&args))
-                    .map_err(err)?;
-                Ok(results(facts))
+                let facts = if action == "probe" {
+                    store.probe(entity, category, limit(&args))
+                } else {
+                    store.related(entity, category, limit(&args))
+                };
+                Ok(results(facts.map_err(err)?))
             }
             "reason" => {
                 let entities: Vec<String> = args
                     .get("entities")
                     .and_then(Value::as_array)
                     .map(|a| {
+                        // Bounded: each entity is a probe over the store.
                         a.iter()
                             .filter_map(|e| e.as_str().map(String::from))
+                            .take(MAX_REASON_ENTITIES)
                             .collect()
                     })
                     .unwrap_or_default();
@@ -142,10 +165,13 @@ impl Tool for FactStoreTool {
                     return Err(ToolError::new("`reason` needs a non-empty `entities` list"));
                 }
                 let facts = store
-                    .containing_all(&entities, category, limit(&args))
+                    .reason(&entities, category, limit(&args))
                     .map_err(err)?;
                 Ok(results(facts))
             }
+            "contradict" => Ok(results(
+                store.contradict(category, limit(&args)).map_err(err)?,
+            )),
             "update" => {
                 let id = fact_id(&args, action)?;
                 let update = FactUpdate {

@@ -62,6 +62,14 @@ impl Nudges {
         false
     }
 
+    /// The session moved to another conversation (`/new`, `/resume`): as Python's
+    /// `reset_session_state`, the user-turn count starts again, so a resumed conversation's
+    /// turns are counted at its next turn, while the counts towards the next memory and skill
+    /// review go on (Python keeps `_turns_since_memory` and `_iters_since_skill`).
+    pub fn conversation_changed(&mut self) {
+        self.user_turns = 0;
+    }
+
     /// The turn made `api_calls` model calls and appended `added`; `skills_offered`: the
     /// session has `skill_manage`. Whether a skill review is due.
     pub fn turn_ended(
@@ -127,6 +135,26 @@ mod tests {
         let mut off = Nudges::default();
         assert!((0..7).all(|_| !off.turn_started(&settings(0, 0), &[], true)));
         assert!((0..7).all(|_| !off.turn_started(&s, &[], false)));
+    }
+
+    #[test]
+    fn a_new_conversation_recounts_user_turns_but_keeps_the_review_counts() {
+        let s = settings(2, 0);
+        let history = vec![Message::user("a"), Message::assistant("b")];
+        let mut n = Nudges::default();
+        assert!(!n.turn_started(&s, &[], true));
+        assert!(n.turn_started(&s, &history, true), "due on the second turn");
+        // `/resume` of a conversation with one user turn: without the reset its turn would
+        // not be counted and the next review would come a turn late.
+        n.conversation_changed();
+        assert!(n.turn_started(&s, &history, true));
+        // `/new` keeps the count towards the next review, as Python does.
+        assert!(!n.turn_started(&s, &history, true));
+        n.conversation_changed();
+        assert!(
+            n.turn_started(&s, &[], true),
+            "the count went on across /new"
+        );
     }
 
     #[test]
