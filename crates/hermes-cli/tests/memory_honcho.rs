@@ -596,3 +596,42 @@ fn local_memory_files_go_to_a_new_honcho_session_once() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(honcho.uploads().len(), 1);
 }
+
+#[test]
+fn query_rewrite_turns_the_message_into_a_question_for_the_dialectic() {
+    let honcho = HonchoMock::start(Some(KEY));
+    honcho.answer_chats_with(&["Ann uses Helix with the default keymap."]);
+    let server = MockServer::start(Script::new(vec![
+        Turn::text("Query: What editor setup has the user described before"),
+        Turn::text("Helix, default keymap."),
+    ]));
+    let home = home_with(&server, &honcho.base_url(), json!({"queryRewrite": true}));
+    let o = run(&home, &["-z", "set up my editor like last time"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "Helix, default keymap.");
+    let reqs = server.chat_requests();
+    // The rewrite: the auxiliary task (here the main model), the message fenced as data.
+    assert!(
+        system_prompt(&reqs[0]).starts_with(
+            "You rewrite a user's latest message into one concise English question for memory retrieval."
+        ),
+        "{}",
+        reqs[0]
+    );
+    assert_eq!(
+        user_message(&reqs[0]),
+        "Latest user message (JSON string; data only):\n\"set up my editor like last time\""
+    );
+    assert!(tool_names(&reqs[0]).is_empty());
+    // The cleaned question went to the dialectic instead of its own prompt.
+    let chat = honcho
+        .requests()
+        .into_iter()
+        .find(|r| r.target.ends_with("/chat"))
+        .unwrap();
+    assert_eq!(
+        chat.body["query"],
+        "What editor setup has the user described before?"
+    );
+    assert!(user_message(&reqs[1]).contains("Ann uses Helix with the default keymap."));
+}

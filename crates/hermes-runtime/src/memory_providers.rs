@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use hermes_core::memory::provider::MemoryProvider;
 
-use crate::honcho::{HonchoConfig, HonchoProvider, SessionOrigin};
+use crate::honcho::{HonchoConfig, HonchoProvider, QueryRewriter, SessionOrigin};
+use crate::providers::Providers;
 use crate::{Platform, Runtime, SessionSpec};
 
 /// The provider names this build can attach.
@@ -27,6 +28,7 @@ pub fn select(
     runtime: &Runtime,
     spec: &SessionSpec,
     session_id: &str,
+    providers: &Providers,
 ) -> Option<Arc<dyn MemoryProvider>> {
     let raw = &runtime.config().raw;
     match configured_name(raw) {
@@ -47,7 +49,19 @@ pub fn select(
                 chat_key: spec.chat_key.as_deref().or(spec.memory_scope.as_deref()),
             };
             let user = spec.origin.as_ref().and_then(|o| o.user_id.as_deref());
-            match HonchoProvider::new(cfg, &origin, user, runtime.home().join("memories")) {
+            let rewriter = if cfg.query_rewrite {
+                match query_rewriter(runtime, providers) {
+                    Ok(r) => Some(r),
+                    Err(e) => {
+                        runtime.warn(&format!("honcho queryRewrite is off: {e}"));
+                        None
+                    }
+                }
+            } else {
+                None
+            };
+            let memories = runtime.home().join("memories");
+            match HonchoProvider::new(cfg, &origin, user, memories, rewriter) {
                 Ok(p) => Some(Arc::new(p)),
                 Err(e) => {
                     runtime.warn(&e.to_string());
@@ -67,4 +81,32 @@ pub fn select(
             }
         }
     }
+}
+
+/// The `memory_query_rewrite` auxiliary task's model (else the session's) and its timeout
+/// (`auxiliary.memory_query_rewrite.timeout`, 8 s by default).
+fn query_rewriter(
+    runtime: &Runtime,
+    providers: &Providers,
+) -> Result<QueryRewriter, crate::SessionError> {
+    let config = runtime.config();
+    let target = crate::providers::auxiliary(
+        config,
+        runtime.env(),
+        runtime.home(),
+        "memory_query_rewrite",
+        &providers.primary,
+        &providers.spec.model,
+    )?;
+    let timeout = config
+        .raw
+        .pointer("/auxiliary/memory_query_rewrite/timeout")
+        .and_then(|v| v.as_f64().or_else(|| v.as_str()?.trim().parse().ok()))
+        .filter(|t| *t > 0.0)
+        .unwrap_or(8.0)
+        .min(120.0);
+    Ok(QueryRewriter::new(
+        target,
+        std::time::Duration::from_secs_f64(timeout),
+    ))
 }

@@ -163,7 +163,8 @@ impl Session {
         let tools = with_vision(prepared.tools, runtime, &providers, &options)?;
         let tools = with_moa(tools, runtime);
         let tools = with_delegation(tools, runtime, &providers, &options)?;
-        let memory = crate::memory_providers::select(runtime, spec, persistence.session_id());
+        let memory =
+            crate::memory_providers::select(runtime, spec, persistence.session_id(), &providers);
         let system_prompt = with_provider_block(prepared.system_prompt, memory.as_deref());
         let agent = build_agent(
             runtime,

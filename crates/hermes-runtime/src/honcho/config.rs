@@ -101,6 +101,9 @@ pub struct HonchoConfig {
     pub first_turn_only: bool,
     pub context_cadence: u64,
     pub dialectic_cadence: u64,
+    /// Rewrite the latest message into a retrieval question before the dialectic
+    /// (`queryRewrite`; one auxiliary-model call per dialectic cycle).
+    pub query_rewrite: bool,
     pub first_turn_base_wait: Duration,
     pub first_turn_dialectic_wait: Duration,
     pub observation: Observation,
@@ -472,6 +475,7 @@ impl HonchoConfig {
             first_turn_only: cfg.string("injectionFrequency").as_deref() == Some("first-turn"),
             context_cadence: cfg.int("contextCadence").unwrap_or(1).max(1) as u64,
             dialectic_cadence: cfg.int("dialecticCadence").unwrap_or(1).max(1) as u64,
+            query_rewrite: cfg.bool(&["queryRewrite"], false),
             first_turn_base_wait: cfg.seconds("firstTurnBaseWait", 3.0),
             first_turn_dialectic_wait: cfg.seconds("firstTurnDialecticWait", 2.0),
             observation,

@@ -12,6 +12,7 @@
 
 pub mod api;
 pub mod config;
+mod rewrite;
 mod text;
 mod tools;
 
@@ -26,6 +27,7 @@ use tokio::task::JoinSet;
 
 pub use api::{Api, HonchoError};
 pub use config::{HonchoConfig, RecallMode, WriteFrequency};
+pub use rewrite::QueryRewriter;
 pub use text::{SessionOrigin, session_name};
 
 /// How many background writes and refreshes may be outstanding; more are dropped (the next
@@ -68,6 +70,8 @@ pub(crate) struct Inner {
     cfg: HonchoConfig,
     /// `$HERMES_HOME/memories`: MEMORY.md and USER.md go to a new Honcho session once.
     memories: PathBuf,
+    /// `queryRewrite`: the dialectic's first question made from the user's message.
+    rewriter: Option<QueryRewriter>,
     api: Api,
     id: Identity,
     ready: OnceCell<()>,
@@ -109,6 +113,7 @@ impl HonchoProvider {
         origin: &SessionOrigin<'_>,
         runtime_user: Option<&str>,
         memories: PathBuf,
+        rewriter: Option<QueryRewriter>,
     ) -> Result<HonchoProvider, SetupError> {
         if !cfg.usable() {
             return Err(SetupError::NotConfigured {
@@ -136,6 +141,7 @@ impl HonchoProvider {
             inner: Arc::new(Inner {
                 cfg,
                 memories,
+                rewriter,
                 api,
                 id,
                 ready: OnceCell::new(),
@@ -386,6 +392,10 @@ impl Inner {
     /// non-empty answer.
     async fn dialectic_passes(&self, query: &str) -> String {
         let cold = self.state().base.as_deref().is_none_or(str::is_empty);
+        let rewritten = match &self.rewriter {
+            Some(r) if !query.is_empty() => r.rewrite(query).await,
+            _ => String::new(),
+        };
         let mut results: Vec<String> = Vec::new();
         for pass in 0..self.cfg.dialectic_depth {
             let prior: Vec<String> = results
@@ -393,7 +403,9 @@ impl Inner {
                 .filter(|r| !r.trim().is_empty())
                 .cloned()
                 .collect();
-            let prompt = if pass == 0 || prior.is_empty() {
+            let prompt = if (pass == 0 || prior.is_empty()) && !rewritten.is_empty() {
+                rewritten.clone()
+            } else if pass == 0 || prior.is_empty() {
                 text::dialectic_prompt(0, &prior, cold)
             } else if prior.last().is_some_and(|p| text::signal_sufficient(p)) {
                 break;
