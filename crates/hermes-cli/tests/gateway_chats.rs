@@ -674,9 +674,10 @@ fn a_generated_image_is_sent_to_the_chat_as_a_photo_after_the_answer() {
 fn honcho_keeps_a_session_per_chat_and_a_peer_per_user() {
     use hermes_testkit::platforms::honcho::HonchoMock;
     let honcho = HonchoMock::start(Some("hk-gw"));
-    let mut rig = Rig::with_ann(
-        Script::new(vec![Turn::text("Short answers it is.")]),
+    let mut rig = Rig::start(
+        Script::new(vec![Turn::text("Short answers it is."), Turn::text("Hi Bob.")]),
         "memory:\n  provider: honcho\n",
+        &format!("TELEGRAM_ALLOWED_USERS={ANN},555\n"),
     );
     rig.home.write_file(
         "honcho.json",
@@ -687,10 +688,22 @@ fn honcho_keeps_a_session_per_chat_and_a_peer_per_user() {
     rig.telegram.dm(ANN, "Ann", "I prefer short answers");
     rig.wait_text(ANN, "Short answers it is.");
     common::wait("the exchange in Honcho", || honcho.messages().len() == 2);
+    rig.telegram.dm(555, "Bob", "hello, I am Bob");
+    rig.wait_text(555, "Hi Bob.");
+    common::wait("Bob's exchange in Honcho", || honcho.messages().len() == 4);
     rig.stop();
     let sessions = honcho.sessions("gw");
     let peers: Vec<&String> = sessions["agent-main-telegram-dm-4242"].keys().collect();
     assert_eq!(peers, ["hermes", "tg_4242"], "{sessions:?}");
+    let peers: Vec<&String> = sessions["agent-main-telegram-dm-555"].keys().collect();
+    assert_eq!(peers, ["hermes", "tg_555"], "{sessions:?}");
+    // The chats' sessions share one client: the workspace is ensured once per process.
+    let ensured = honcho
+        .routes()
+        .iter()
+        .filter(|r| *r == "POST /v3/workspaces")
+        .count();
+    assert_eq!(ensured, 1, "{:?}", honcho.routes());
     let said: Vec<(String, String)> = honcho
         .messages()
         .into_iter()
@@ -701,6 +714,8 @@ fn honcho_keeps_a_session_per_chat_and_a_peer_per_user() {
         [
             ("tg_4242".to_string(), "I prefer short answers".to_string()),
             ("hermes".to_string(), "Short answers it is.".to_string()),
+            ("tg_555".to_string(), "hello, I am Bob".to_string()),
+            ("hermes".to_string(), "Hi Bob.".to_string()),
         ]
     );
 }

@@ -5,6 +5,7 @@
 //! configured timeout, and an error answer becomes [`HonchoError::Status`] with the server's
 //! `detail`.
 
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -13,6 +14,8 @@ use tokio::sync::OnceCell;
 
 /// The most bytes of one response read (a context or search result is a few kB).
 const MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
+/// Distinct servers/keys/workspaces whose clients a process keeps.
+const MAX_SHARED_CLIENTS: usize = 8;
 /// Honcho's batch limit for `POST .../messages`.
 const MAX_MESSAGES_PER_REQUEST: usize = 100;
 
@@ -139,6 +142,38 @@ impl Api {
             timeout,
             workspace_ready: OnceCell::new(),
         })
+    }
+
+    /// The client for this server, key and workspace, made once per process: a gateway's
+    /// many chat sessions share its connection pool and its one workspace check.
+    pub fn shared(
+        base: &str,
+        key: Option<&str>,
+        workspace: &str,
+        timeout: Duration,
+    ) -> Result<Arc<Api>, HonchoError> {
+        type Registry = Mutex<Vec<Arc<Api>>>;
+        static CLIENTS: OnceLock<Registry> = OnceLock::new();
+        let mut clients = CLIENTS
+            .get_or_init(|| Mutex::new(Vec::new()))
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let base = base.trim_end_matches('/');
+        if let Some(api) = clients.iter().find(|a| {
+            a.base == base
+                && a.key.as_deref() == key
+                && a.workspace == workspace
+                && a.timeout == timeout
+        }) {
+            return Ok(Arc::clone(api));
+        }
+        let api = Arc::new(Api::new(base, key, workspace, timeout)?);
+        // Bounded: a settings change in a long-lived process replaces the oldest client.
+        if clients.len() >= MAX_SHARED_CLIENTS {
+            clients.remove(0);
+        }
+        clients.push(Arc::clone(&api));
+        Ok(api)
     }
 
     fn url(&self, path: &str) -> String {

@@ -72,7 +72,8 @@ pub(crate) struct Inner {
     memories: PathBuf,
     /// `queryRewrite`: the dialectic's first question made from the user's message.
     rewriter: Option<QueryRewriter>,
-    api: Api,
+    /// Shared by every session on the same server, key and workspace.
+    api: Arc<Api>,
     id: Identity,
     ready: OnceCell<()>,
     state: Mutex<RecallState>,
@@ -131,7 +132,7 @@ impl HonchoProvider {
             user_peer: text::user_peer(&cfg, runtime_user, &key),
             ai_peer: text::sanitize_id(&cfg.ai_peer),
         };
-        let api = Api::new(
+        let api = Api::shared(
             &cfg.base_url,
             cfg.effective_api_key(),
             &cfg.workspace,
