@@ -675,7 +675,10 @@ fn honcho_keeps_a_session_per_chat_and_a_peer_per_user() {
     use hermes_testkit::platforms::honcho::HonchoMock;
     let honcho = HonchoMock::start(Some("hk-gw"));
     let mut rig = Rig::start(
-        Script::new(vec![Turn::text("Short answers it is."), Turn::text("Hi Bob.")]),
+        Script::new(vec![
+            Turn::text("Short answers it is."),
+            Turn::text("Hi Bob."),
+        ]),
         "memory:\n  provider: honcho\n",
         &format!("TELEGRAM_ALLOWED_USERS={ANN},555\n"),
     );

@@ -635,3 +635,33 @@ fn query_rewrite_turns_the_message_into_a_question_for_the_dialectic() {
     );
     assert!(user_message(&reqs[1]).contains("Ann uses Helix with the default keymap."));
 }
+
+#[test]
+fn doctor_checks_that_honcho_answers() {
+    let honcho = HonchoMock::start(Some(KEY));
+    let server = MockServer::start(Script::new(vec![]));
+    let home = home_with(&server, &honcho.base_url(), json!({}));
+    let text = stdout(&run(&home, &["doctor"]));
+    let line = text
+        .lines()
+        .find(|l| l.contains("honcho"))
+        .unwrap_or_default();
+    assert_eq!(
+        line,
+        format!(
+            "✓ honcho       {} (workspace ws-test): reachable",
+            honcho.base_url()
+        ),
+        "{text}"
+    );
+    // A wrong key is a failure with the fix.
+    let wrong = HonchoMock::start(Some("another-key"));
+    let home = home_with(&server, &wrong.base_url(), json!({}));
+    let o = run(&home, &["doctor"]);
+    let text = stdout(&o);
+    assert!(
+        text.contains("honcho       ") && text.contains("Honcho answered 401: Invalid API key"),
+        "{text}"
+    );
+    assert!(!o.status.success(), "a failed check fails doctor");
+}

@@ -5,6 +5,7 @@
 use super::*;
 
 mod cron;
+mod honcho;
 mod platforms;
 mod sandbox;
 mod store;
@@ -97,6 +98,7 @@ pub async fn doctor(common: &CommonArgs, args: &DoctorArgs) -> Result<ExitCode, 
     }
     checks.push(cron::cron_check(&loaded.home, &loaded.config, &loaded.env));
     checks.extend(memory_checks(&loaded));
+    checks.extend(honcho::honcho_check(&loaded, args.offline).await);
     checks.push(home_check(&loaded.home));
     if usable
         && let Ok(spec) = &spec
