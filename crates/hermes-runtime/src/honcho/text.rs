@@ -247,10 +247,12 @@ pub fn chunk_message(content: &str, limit: usize) -> Vec<String> {
 }
 
 /// Cuts `text` to `tokens` × 4 characters, at a word boundary when one is near the end.
+/// Without `contextTokens` Python injects whatever Honcho returns; we stop at this many
+/// tokens, so a server answering megabytes cannot flood the prompt.
+pub const MAX_RECALL_TOKENS: u64 = 16_000;
+
 pub fn truncate_to_budget(text: &str, tokens: Option<u64>) -> String {
-    let Some(tokens) = tokens.filter(|t| *t > 0) else {
-        return text.to_string();
-    };
+    let tokens = tokens.filter(|t| *t > 0).unwrap_or(MAX_RECALL_TOKENS);
     let budget = (tokens * 4) as usize;
     if text.chars().count() <= budget {
         return text.to_string();
@@ -422,6 +424,12 @@ mod tests {
     #[test]
     fn trivial_prompts_and_budgets() {
         assert!(is_trivial(" OK ") && is_trivial("/help") && is_trivial(""));
+        let flood = "word ".repeat(100_000);
+        let cut = truncate_to_budget(&flood, None);
+        assert!(
+            cut.len() <= (MAX_RECALL_TOKENS * 4) as usize + 4,
+            "bounded without a budget"
+        );
         assert!(!is_trivial("what did I say about rust?"));
         assert_eq!(
             truncate_to_budget("one two three four five", Some(4)),
