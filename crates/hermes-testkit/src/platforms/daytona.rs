@@ -27,8 +27,6 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tokio::net::TcpStream;
-use tokio_tungstenite::WebSocketStream;
 
 use super::sandbox_exec::{self, Exec};
 use super::server::{BoxFuture, MockRequest, MockResponse, Server, Service};
@@ -381,14 +379,6 @@ fn not_found(key: &str) -> MockResponse {
 impl Service for DaytonaService {
     fn http(self: Arc<Self>, req: MockRequest) -> BoxFuture<MockResponse> {
         Box::pin(async move { self.handle(req).await })
-    }
-
-    fn websocket(
-        self: Arc<Self>,
-        _req: MockRequest,
-        ws: WebSocketStream<TcpStream>,
-    ) -> BoxFuture<()> {
-        Box::pin(async move { drop(ws) })
     }
 }
 

@@ -11,8 +11,6 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Value, json};
-use tokio::net::TcpStream;
-use tokio_tungstenite::WebSocketStream;
 
 use super::server::{BoxFuture, MockRequest, MockResponse, Server, Service};
 
@@ -693,14 +691,6 @@ fn conclusion_matches(c: &StoredConclusion, filters: &Value) -> bool {
 impl Service for HonchoService {
     fn http(self: Arc<Self>, req: MockRequest) -> BoxFuture<MockResponse> {
         Box::pin(async move { self.handle(req) })
-    }
-
-    fn websocket(
-        self: Arc<Self>,
-        _req: MockRequest,
-        ws: WebSocketStream<TcpStream>,
-    ) -> BoxFuture<()> {
-        Box::pin(async move { drop(ws) })
     }
 }
 

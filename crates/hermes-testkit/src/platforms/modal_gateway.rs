@@ -24,8 +24,6 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::net::TcpStream;
-use tokio_tungstenite::WebSocketStream;
 
 use super::sandbox_exec::{self, Exec};
 use super::server::{BoxFuture, MockRequest, MockResponse, Server, Service};
@@ -276,14 +274,6 @@ fn error(status: u16, message: &str) -> MockResponse {
 impl Service for GatewayService {
     fn http(self: Arc<Self>, req: MockRequest) -> BoxFuture<MockResponse> {
         Box::pin(async move { self.handle(req) })
-    }
-
-    fn websocket(
-        self: Arc<Self>,
-        _req: MockRequest,
-        ws: WebSocketStream<TcpStream>,
-    ) -> BoxFuture<()> {
-        Box::pin(async move { drop(ws) })
     }
 }
 

@@ -145,12 +145,14 @@ impl MockResponse {
 /// A platform mock's behaviour.
 pub(crate) trait Service: Send + Sync + 'static {
     fn http(self: Arc<Self>, req: MockRequest) -> BoxFuture<MockResponse>;
-    /// A WebSocket connection upgraded from `req`.
+    /// A WebSocket connection upgraded from `req`; an HTTP-only mock just closes it.
     fn websocket(
         self: Arc<Self>,
-        req: MockRequest,
+        _req: MockRequest,
         ws: WebSocketStream<TcpStream>,
-    ) -> BoxFuture<()>;
+    ) -> BoxFuture<()> {
+        Box::pin(async move { drop(ws) })
+    }
 
     /// Whether the mock answers `req` itself on the raw connection ([`Service::stream`]),
     /// for responses that never end (Server-Sent Events).

@@ -20,8 +20,6 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use base64::Engine as _;
 use ring::hmac;
 use serde_json::json;
-use tokio::net::TcpStream;
-use tokio_tungstenite::WebSocketStream;
 
 use super::server::{BoxFuture, MockRequest, MockResponse, Server, Service};
 use crate::http_client::{HttpReply, http};
@@ -151,14 +149,6 @@ fn error(status: u16, code: i64, message: &str) -> MockResponse {
 impl Service for TwilioService {
     fn http(self: Arc<Self>, req: MockRequest) -> BoxFuture<MockResponse> {
         Box::pin(async move { self.handle(&req) })
-    }
-
-    fn websocket(
-        self: Arc<Self>,
-        _req: MockRequest,
-        ws: WebSocketStream<TcpStream>,
-    ) -> BoxFuture<()> {
-        Box::pin(async move { drop(ws) })
     }
 }
 

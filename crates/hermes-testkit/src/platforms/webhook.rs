@@ -10,8 +10,6 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use ring::hmac;
 use serde_json::json;
-use tokio::net::TcpStream;
-use tokio_tungstenite::WebSocketStream;
 
 use super::server::{BoxFuture, MockRequest, MockResponse, Server, Service};
 
@@ -110,14 +108,6 @@ impl Service for Recorder {
             .unwrap_or_else(PoisonError::into_inner)
             .push(req);
         Box::pin(async { MockResponse::json(200, &json!({"ok": true})) })
-    }
-
-    fn websocket(
-        self: Arc<Self>,
-        _req: MockRequest,
-        ws: WebSocketStream<TcpStream>,
-    ) -> BoxFuture<()> {
-        Box::pin(async move { drop(ws) })
     }
 }
 

@@ -24,8 +24,6 @@ use base64::Engine;
 use ring::digest;
 use ring::rand::{SecureRandom, SystemRandom};
 use serde_json::{Value, json};
-use tokio::net::TcpStream;
-use tokio_tungstenite::WebSocketStream;
 
 use super::server::{BoxFuture, MockRequest, MockResponse, Server, Service};
 use crate::http_client::{HttpReply, http};
@@ -148,14 +146,6 @@ impl WeComService {
 impl Service for WeComService {
     fn http(self: Arc<Self>, req: MockRequest) -> BoxFuture<MockResponse> {
         Box::pin(async move { self.handle(&req) })
-    }
-
-    fn websocket(
-        self: Arc<Self>,
-        _req: MockRequest,
-        ws: WebSocketStream<TcpStream>,
-    ) -> BoxFuture<()> {
-        Box::pin(async move { drop(ws) })
     }
 }
 

@@ -30,8 +30,6 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use ring::hmac;
 use serde_json::{Value, json};
-use tokio::net::TcpStream;
-use tokio_tungstenite::WebSocketStream;
 
 use super::server::{BoxFuture, MockRequest, MockResponse, Server, Service};
 use crate::http_client::{HttpReply, http};
@@ -323,14 +321,6 @@ impl GraphService {
 impl Service for GraphService {
     fn http(self: Arc<Self>, req: MockRequest) -> BoxFuture<MockResponse> {
         Box::pin(async move { self.handle(&req) })
-    }
-
-    fn websocket(
-        self: Arc<Self>,
-        _req: MockRequest,
-        ws: WebSocketStream<TcpStream>,
-    ) -> BoxFuture<()> {
-        Box::pin(async move { drop(ws) })
     }
 }
 
