@@ -174,7 +174,9 @@ fn disabled_skills_and_external_folders() {
         loaded.warnings
     );
     assert_eq!(
-        skills::view::loadable(&lib, "deploy-notes").unwrap_err(),
+        skills::view::loadable(&lib, "deploy-notes")
+            .unwrap_err()
+            .to_string(),
         "skill `deploy-notes` is disabled (skills.disabled in config.yaml)"
     );
 }
@@ -745,7 +747,9 @@ async fn injection_is_blocked_on_load_and_refused_on_write() {
     // Running it is refused.
     let skill = lib.find("evil").unwrap();
     assert_eq!(
-        invoke::message(&lib, &skill, "go", "s").unwrap_err(),
+        invoke::message(&lib, &skill, "go", "s")
+            .unwrap_err()
+            .to_string(),
         "[BLOCKED: skills/evil/SKILL.md contained potential prompt injection (ignore_instructions, prompt_leak)]"
     );
     let log = std::fs::read_to_string(&home_log).unwrap();

@@ -25,12 +25,30 @@ use crate::unattended::Unattended;
 /// What a cron run is told before its prompt.
 pub const CRON_NOTE: &str = "[You are running as a scheduled job, with nobody watching. Your final answer is the job's output and is delivered for you: do not try to send it yourself, and do not ask questions. If there is nothing new worth reporting, answer exactly [SILENT] and nothing else.]";
 
+/// Why a job's answer did not reach every target it names (kept on the job as
+/// `last_delivery_error`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DeliveryFailure {
+    /// Targets other than `local`, without the messaging gateway to reach them.
+    #[error(
+        "delivery to {} needs the messaging gateway (`hermes gateway`); answers are saved under cron/output/{job_id}/",
+        targets.join(", ")
+    )]
+    NeedsGateway {
+        targets: Vec<String>,
+        job_id: String,
+    },
+    /// Targets the gateway could not reach: why, one reason each.
+    #[error("{}", reasons.join("; "))]
+    Unreached { reasons: Vec<String> },
+}
+
 /// Where a job's answer goes besides its output file.
 #[async_trait::async_trait]
 pub trait Delivery: Send + Sync {
     /// Delivers `answer` to the job's targets (`deliver`: `local`, `origin`,
     /// `platform:chat_id`, comma-separated); `Err` says why some target was not reached.
-    async fn deliver(&self, job: &Job, answer: &str) -> Result<(), String>;
+    async fn deliver(&self, job: &Job, answer: &str) -> Result<(), DeliveryFailure>;
 }
 
 /// Delivery without the messaging gateway: `local` is the output file; anything else is noted
@@ -40,30 +58,32 @@ pub struct LocalOnly;
 
 #[async_trait::async_trait]
 impl Delivery for LocalOnly {
-    async fn deliver(&self, job: &Job, _answer: &str) -> Result<(), String> {
-        match delivery_note(job) {
-            Some(note) => Err(note),
+    async fn deliver(&self, job: &Job, _answer: &str) -> Result<(), DeliveryFailure> {
+        match needs_gateway(job) {
+            Some(failure) => Err(failure),
             None => Ok(()),
         }
     }
 }
 
-/// Why a job's answer will not reach where it asks without the gateway.
-pub fn delivery_note(job: &Job) -> Option<String> {
-    let remote: Vec<String> = job
+/// The targets of a job that only the gateway reaches, when it has any.
+pub fn needs_gateway(job: &Job) -> Option<DeliveryFailure> {
+    let targets: Vec<String> = job
         .deliver()
         .split(',')
         .map(str::trim)
         .filter(|t| !t.is_empty() && *t != "local")
         .map(str::to_string)
         .collect();
-    (!remote.is_empty()).then(|| {
-        format!(
-            "delivery to {} needs the messaging gateway (`hermes gateway`); answers are saved under cron/output/{}/",
-            remote.join(", "),
-            job.id()
-        )
+    (!targets.is_empty()).then(|| DeliveryFailure::NeedsGateway {
+        targets,
+        job_id: job.id().to_string(),
     })
+}
+
+/// Why a job's answer will not reach where it asks without the gateway, as a note.
+pub fn delivery_note(job: &Job) -> Option<String> {
+    needs_gateway(job).map(|failure| failure.to_string())
 }
 
 /// The store of a home, computing schedules in the configured zone (`HERMES_TIMEZONE`, then
@@ -293,7 +313,11 @@ async fn run_job_from(
     };
     let silent = outcome.success && hermes_cron::is_silent(&answer);
     if outcome.success && !silent {
-        outcome.delivery_error = delivery.deliver(&job, &answer).await.err();
+        outcome.delivery_error = delivery
+            .deliver(&job, &answer)
+            .await
+            .err()
+            .map(|failure| failure.to_string());
     }
     if let Err(e) = store.finish(job.id(), &outcome) {
         tracing::warn!("cron job {} not updated: {e}", job.id());

@@ -391,7 +391,10 @@ impl PanelModels {
 }
 
 impl hermes_core::moa::SlotResolver for PanelModels {
-    fn resolve(&self, slot: &hermes_core::moa::presets::Slot) -> Result<ModelTarget, String> {
+    fn resolve(
+        &self,
+        slot: &hermes_core::moa::presets::Slot,
+    ) -> Result<ModelTarget, hermes_core::moa::SlotError> {
         let settings = ModelSettings {
             provider: Some(slot.provider.clone()),
             default: Some(slot.model.clone()),
@@ -399,16 +402,14 @@ impl hermes_core::moa::SlotResolver for PanelModels {
         };
         let named = named_providers(&self.config.raw);
         let spec =
-            hermes_llm::resolve::resolve_with(&settings, &self.env, &Overrides::default(), &named)
-                .map_err(|e| e.to_string())?;
+            hermes_llm::resolve::resolve_with(&settings, &self.env, &Overrides::default(), &named)?;
         let provider = pooled_or_single(
             &spec,
             &self.config,
             &self.env,
             &self.home,
             &ProviderOptions::default(),
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
         Ok(ModelTarget {
             provider,
             model: spec.model,

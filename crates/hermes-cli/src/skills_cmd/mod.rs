@@ -305,7 +305,9 @@ pub fn statuses(library: &Library, skills: &[Skill]) -> Vec<Status> {
 }
 
 fn show(library: &Library, name: &str) -> Result<String, CliError> {
-    let skill = library.find(name).map_err(CliError::runtime)?;
+    let skill = library
+        .find(name)
+        .map_err(|e| CliError::runtime(e.to_string()))?;
     let mut head = vec![skill.name.clone()];
     if let Some(c) = &skill.category {
         head.push(c.clone());

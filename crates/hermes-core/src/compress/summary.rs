@@ -2,7 +2,7 @@
 //! fixed sections, and the notice that marks the summary as reference material rather than
 //! instructions.
 
-use hermes_llm::ChatRequest;
+use hermes_llm::{ChatRequest, LlmError};
 use hermes_protocol::{Message, Role};
 use tokio_util::sync::CancellationToken;
 
@@ -81,14 +81,26 @@ pub fn request_text(transcript: &str, focus: Option<&str>) -> String {
     )
 }
 
-/// Asks the auxiliary model for the summary; `Err` carries a reason for the user.
+/// Why no summary was made; the text goes into the notice the user sees.
+#[derive(Debug, thiserror::Error)]
+pub enum SummaryError {
+    /// The auxiliary model's call failed.
+    #[error(transparent)]
+    Model(#[from] LlmError),
+    #[error("interrupted")]
+    Interrupted,
+    #[error("the summary came back empty")]
+    Empty,
+}
+
+/// Asks the auxiliary model for the summary.
 pub async fn generate(
     aux: &ModelTarget,
     middle: &[Message],
     focus: Option<&str>,
     max_transcript_chars: usize,
     cancel: &CancellationToken,
-) -> Result<String, String> {
+) -> Result<String, SummaryError> {
     let messages = [Message::user(request_text(
         &transcript(middle, max_transcript_chars),
         focus,
@@ -106,15 +118,14 @@ pub async fn generate(
         hermes_llm::complete(aux.provider.as_ref(), &request)
             .await
             .map(|r| r.text)
-            .map_err(|e| e.to_string())
     };
     let text = tokio::select! {
         r = run => r?,
-        () = cancel.cancelled() => return Err("interrupted".into()),
+        () = cancel.cancelled() => return Err(SummaryError::Interrupted),
     };
     let text = hermes_llm::think::strip_think(&text).trim().to_string();
     if text.is_empty() {
-        return Err("the summary came back empty".into());
+        return Err(SummaryError::Empty);
     }
     Ok(text)
 }

@@ -28,10 +28,21 @@ pub const MAX_REFERENCE_MODELS: usize = 8;
 
 const DESCRIPTION: &str = "Send one hard, self-contained question to a panel of models in parallel and get back one merged answer. The panel and the merging model come from the user's Mixture-of-Agents presets; you may override them per call. Expensive: every call bills every model of the panel, and calls over the user's cost cap are refused. Use it only for genuinely difficult problems where independent expert views help (subtle maths, algorithm design, multi-step analysis, architecture trade-offs, a claim worth cross-checking), never for routine questions.";
 
+/// Why a slot's model cannot be called (reported per panel member; the run goes on without it).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SlotError {
+    /// The provider or model could not be resolved (unknown name, no key).
+    #[error(transparent)]
+    Resolve(#[from] hermes_llm::resolve::ResolveError),
+    /// The provider's client could not be built.
+    #[error(transparent)]
+    Provider(#[from] hermes_llm::LlmError),
+}
+
 /// Turns a slot into a model the session can call.
 pub trait SlotResolver: Send + Sync {
     /// The model of `slot`, or why it cannot be used (unknown provider, no key).
-    fn resolve(&self, slot: &Slot) -> Result<ModelTarget, String>;
+    fn resolve(&self, slot: &Slot) -> Result<ModelTarget, SlotError>;
 }
 
 pub struct MixtureOfAgentsTool {

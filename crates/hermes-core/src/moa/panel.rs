@@ -44,7 +44,7 @@ pub enum Strategy {
 pub struct Member {
     pub slot: Slot,
     /// The model to call, or why its provider could not be set up (no key, unknown name).
-    pub target: Result<ModelTarget, String>,
+    pub target: Result<ModelTarget, super::SlotError>,
 }
 
 impl Member {
@@ -111,7 +111,7 @@ impl Panel<'_> {
         {
             return Err(PanelError::AggregatorUnavailable {
                 label: self.aggregator.label(),
-                reason: reason.clone(),
+                reason: reason.to_string(),
             });
         }
         let mut spend = Spend::default();
@@ -244,7 +244,7 @@ impl Panel<'_> {
         let calls = self.references.iter().map(|member| async move {
             let target = match &member.target {
                 Ok(t) => t,
-                Err(reason) => return (member, Err(reason.clone())),
+                Err(reason) => return (member, Err(reason.to_string())),
             };
             let request = ChatRequest {
                 model: &target.model,

@@ -48,7 +48,7 @@ pub fn parse(text: &str) -> Parsed {
             Map::new(),
             Some("frontmatter is not a mapping of keys".to_string()),
         ),
-        Err(e) => (plain_lines(yaml), Some(e)),
+        Err(e) => (plain_lines(yaml), Some(e.to_string())),
     };
     Parsed {
         fields,
@@ -57,46 +57,75 @@ pub fn parse(text: &str) -> Parsed {
     }
 }
 
+/// What is wrong with the frontmatter of a `SKILL.md` being written (see [`validate`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrontmatterError {
+    #[error("the SKILL.md content is empty")]
+    Empty,
+    #[error(
+        "SKILL.md must start with YAML frontmatter: a `---` line, `name: ...`, `description: ...`, then `---`"
+    )]
+    NoFrontmatter,
+    #[error("the frontmatter is not closed: add a `---` line after it")]
+    Unclosed,
+    /// The YAML parser's complaint, at a line of the file when it knows one.
+    #[error("frontmatter is not valid YAML ({})", match line {
+        Some(l) => format!("line {l}: {message}"),
+        None => message.clone(),
+    })]
+    NotYaml { line: Option<u64>, message: String },
+    #[error("the frontmatter must be a mapping (`key: value` lines)")]
+    NotMapping,
+    #[error("the frontmatter needs a `{0}`")]
+    MissingKey(&'static str),
+    #[error("`{0}` is empty")]
+    EmptyKey(&'static str),
+    #[error("`{0}` must be text")]
+    NotText(&'static str),
+    #[error(
+        "the description is longer than {} characters; keep it to one or two sentences",
+        super::MAX_DESCRIPTION_CHARS
+    )]
+    DescriptionTooLong,
+    #[error("SKILL.md needs instructions after the frontmatter")]
+    NoBody,
+}
+
 /// Checks a `SKILL.md` written through `skill_manage`: returns its frontmatter, or what to fix.
-pub fn validate(text: &str) -> Result<Map<String, Value>, String> {
+pub fn validate(text: &str) -> Result<Map<String, Value>, FrontmatterError> {
     if text.trim().is_empty() {
-        return Err("the SKILL.md content is empty".into());
+        return Err(FrontmatterError::Empty);
     }
     let trimmed = text.strip_prefix('\u{feff}').unwrap_or(text);
     if !trimmed.starts_with("---") {
-        return Err("SKILL.md must start with YAML frontmatter: a `---` line, `name: ...`, `description: ...`, then `---`".into());
+        return Err(FrontmatterError::NoFrontmatter);
     }
     let Some((yaml, body)) = split(text) else {
-        return Err("the frontmatter is not closed: add a `---` line after it".into());
+        return Err(FrontmatterError::Unclosed);
     };
     let fields = match parse_yaml(yaml)? {
         Value::Object(map) => map,
-        _ => return Err("the frontmatter must be a mapping (`key: value` lines)".into()),
+        _ => return Err(FrontmatterError::NotMapping),
     };
     for key in ["name", "description"] {
         match fields.get(key) {
             Some(Value::String(s)) if !s.trim().is_empty() => {}
-            Some(Value::Null) | None => {
-                return Err(format!("the frontmatter needs a `{key}`"));
-            }
-            Some(Value::String(_)) => return Err(format!("`{key}` is empty")),
-            Some(_) => return Err(format!("`{key}` must be text")),
+            Some(Value::Null) | None => return Err(FrontmatterError::MissingKey(key)),
+            Some(Value::String(_)) => return Err(FrontmatterError::EmptyKey(key)),
+            Some(_) => return Err(FrontmatterError::NotText(key)),
         }
     }
     let description = text_field(&fields, "description").unwrap_or_default();
     if description.chars().count() > super::MAX_DESCRIPTION_CHARS {
-        return Err(format!(
-            "the description is longer than {} characters; keep it to one or two sentences",
-            super::MAX_DESCRIPTION_CHARS
-        ));
+        return Err(FrontmatterError::DescriptionTooLong);
     }
     if body.trim().is_empty() {
-        return Err("SKILL.md needs instructions after the frontmatter".into());
+        return Err(FrontmatterError::NoBody);
     }
     Ok(fields)
 }
 
-fn parse_yaml(yaml: &str) -> Result<Value, String> {
+fn parse_yaml(yaml: &str) -> Result<Value, FrontmatterError> {
     if yaml.trim().is_empty() {
         return Ok(Value::Null);
     }
@@ -113,12 +142,9 @@ fn parse_yaml(yaml: &str) -> Result<Value, String> {
             message = message[..i].trim_end_matches(',');
         }
         // The YAML starts right after the opening `---`, so its lines are the file's.
-        match e.location() {
-            Some(l) => format!(
-                "frontmatter is not valid YAML (line {}: {message})",
-                l.line()
-            ),
-            None => format!("frontmatter is not valid YAML ({message})"),
+        FrontmatterError::NotYaml {
+            line: e.location().map(|l| l.line()),
+            message: message.to_string(),
         }
     })
 }
@@ -248,7 +274,7 @@ mod tests {
             ("---\n- a\n---\nbody\n", "must be a mapping"),
         ];
         for (text, want) in cases {
-            let err = validate(text).unwrap_err();
+            let err = validate(text).unwrap_err().to_string();
             assert!(err.contains(want), "{text:?}: {err}");
         }
     }

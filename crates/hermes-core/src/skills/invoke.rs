@@ -4,9 +4,9 @@
 //! The command of a skill is its name as a slug (`Git_Release` answers to `/git-release`);
 //! `_` and `-` are the same when typed. A skill the injection scanner blocks is refused.
 
-use super::Library;
 use super::loader::Skill;
 use super::view::{instructions, supporting_files};
+use super::{Library, SkillError};
 
 /// The offered skills by command, sorted; the first skill of a command wins.
 pub fn commands(library: &Library) -> Vec<(String, Skill)> {
@@ -38,7 +38,7 @@ pub fn message(
     skill: &Skill,
     instruction: &str,
     session_id: &str,
-) -> Result<String, String> {
+) -> Result<String, SkillError> {
     let body = instructions(library, skill, session_id)?;
     let mut parts = vec![
         format!(

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::frontmatter::{self, hermes_meta, list_field, text_field};
-use super::{Library, MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, SUPPORT_DIRS};
+use super::{Library, MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, SUPPORT_DIRS, SkillError};
 use crate::injection::{self, Findings, Scope};
 
 /// How deep below a skills folder `SKILL.md` files are looked for.
@@ -234,17 +234,15 @@ impl Library {
 
     /// The skill called `name` (its name, folder name, path below the skills folder such as
     /// `devops/git-release`, or `category:name`), whatever its availability.
-    pub fn find(&self, name: &str) -> Result<Skill, String> {
+    pub fn find(&self, name: &str) -> Result<Skill, SkillError> {
         let wanted = name.trim().trim_matches('/');
         if wanted.is_empty() {
-            return Err("give the skill's name".into());
+            return Err(SkillError::NoName);
         }
         if Path::new(wanted).is_absolute()
             || wanted.split(['/', '\\']).any(|p| p == ".." || p == ".")
         {
-            return Err(format!(
-                "`{name}` is not a skill name: use a name from skills_list, not a path"
-            ));
+            return Err(SkillError::PathAsName(name.to_string()));
         }
         let colon = wanted.replacen(':', "/", 1);
         let loaded = self.load();
@@ -257,25 +255,14 @@ impl Library {
             .collect();
         match matches.as_slice() {
             [one] => Ok((*one).clone()),
-            [] => {
-                let known: Vec<&str> = loaded.active().map(|s| s.name.as_str()).take(30).collect();
-                Err(if known.is_empty() {
-                    format!("no skill named `{name}`: there are no skills yet")
-                } else {
-                    format!(
-                        "no skill named `{name}`; the skills are: {}",
-                        known.join(", ")
-                    )
-                })
-            }
-            many => {
-                let paths: Vec<String> = many.iter().map(|s| s.rel.clone()).collect();
-                Err(format!(
-                    "`{name}` names {} skills ({}); use the path of one",
-                    many.len(),
-                    paths.join(", ")
-                ))
-            }
+            [] => Err(SkillError::NotFound {
+                name: name.to_string(),
+                known: loaded.active().map(|s| s.name.clone()).take(30).collect(),
+            }),
+            many => Err(SkillError::Ambiguous {
+                name: name.to_string(),
+                paths: many.iter().map(|s| s.rel.clone()).collect(),
+            }),
         }
     }
 }

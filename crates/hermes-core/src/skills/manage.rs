@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use super::frontmatter::{self, text_field};
 use super::loader::Skill;
 use super::view::{resolve, supporting_files};
-use super::{Library, MAX_CONTENT_CHARS, MAX_FILE_BYTES, MAX_NAME_CHARS, SUPPORT_DIRS};
+use super::{Library, MAX_CONTENT_CHARS, MAX_FILE_BYTES, MAX_NAME_CHARS, SUPPORT_DIRS, SkillError};
 use crate::injection::{self, Findings, Scope};
 
 /// Who is writing: the Python Hermes's `skill_provenance` write origin.
@@ -49,7 +49,7 @@ pub struct Request {
 }
 
 /// Carries out `req`; the result for the model, or what went wrong.
-pub fn run(library: &Library, req: &Request) -> Result<Value, String> {
+pub fn run(library: &Library, req: &Request) -> Result<Value, SkillError> {
     let name = req.name.trim();
     match req.action.trim() {
         "create" => create(
@@ -68,31 +68,36 @@ pub fn run(library: &Library, req: &Request) -> Result<Value, String> {
             need(&req.file_path, "file_path", "write_file")?,
             req.file_content
                 .as_deref()
-                .ok_or("write_file needs file_content (the whole file)")?,
+                .ok_or(SkillError::MissingArgument {
+                    action: "write_file",
+                    what: "file_content (the whole file)",
+                })?,
         ),
         "remove_file" => remove_file(
             library,
             name,
             need(&req.file_path, "file_path", "remove_file")?,
         ),
-        "" => Err("give an action: create, edit, patch, delete, write_file or remove_file".into()),
-        other => Err(format!(
-            "unknown action `{other}`; use create, edit, patch, delete, write_file or remove_file"
-        )),
+        "" => Err(SkillError::NoAction),
+        other => Err(SkillError::UnknownAction(other.to_string())),
     }
 }
 
-fn need<'a>(value: &'a Option<String>, key: &str, action: &str) -> Result<&'a str, String> {
+fn need<'a>(
+    value: &'a Option<String>,
+    key: &'static str,
+    action: &'static str,
+) -> Result<&'a str, SkillError> {
     value
         .as_deref()
         .filter(|v| !v.trim().is_empty())
-        .ok_or_else(|| format!("{action} needs {key}"))
+        .ok_or(SkillError::MissingArgument { action, what: key })
 }
 
 /// Lowercase letters, digits, `-`, `_`, `.`; starting with a letter or digit; 64 at most.
-pub fn validate_name(name: &str) -> Result<(), String> {
+pub fn validate_name(name: &str) -> Result<(), SkillError> {
     if name.is_empty() {
-        return Err("give the skill's name".into());
+        return Err(SkillError::NoName);
     }
     let mut chars = name.chars();
     let first_ok = chars
@@ -100,46 +105,41 @@ pub fn validate_name(name: &str) -> Result<(), String> {
         .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
     let rest_ok = chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "-_.".contains(c));
     if !first_ok || !rest_ok {
-        return Err(format!(
-            "`{name}` is not a valid skill name: use lowercase letters, digits and hyphens (e.g. deploy-staging)"
-        ));
+        return Err(SkillError::InvalidName(name.to_string()));
     }
     if name.chars().count() > MAX_NAME_CHARS {
-        return Err(format!(
-            "the name is longer than {MAX_NAME_CHARS} characters"
-        ));
+        return Err(SkillError::NameTooLong);
     }
     Ok(())
 }
 
 /// A `SKILL.md` the agent wrote: valid, named `expected` (one of them), within the size limit.
-fn check_skill_md(text: &str, expected: &[&str]) -> Result<(), String> {
+fn check_skill_md(text: &str, expected: &[&str]) -> Result<(), SkillError> {
     check_size(text, "SKILL.md")?;
     let fields = frontmatter::validate(text)?;
     let declared = text_field(&fields, "name").unwrap_or_default();
     if !expected.contains(&declared.as_str()) {
-        return Err(format!(
-            "the frontmatter name `{declared}` must be the skill's folder name `{}`",
-            expected[0]
-        ));
+        return Err(SkillError::NameMismatch {
+            declared,
+            folder: expected.first().copied().unwrap_or_default().to_string(),
+        });
     }
     Ok(())
 }
 
-fn check_size(text: &str, label: &str) -> Result<(), String> {
-    let n = text.chars().count();
-    if n > MAX_CONTENT_CHARS {
-        return Err(format!(
-            "{label} has {} characters (limit {}); move details into references/ files",
-            hermes_llm::util::thousands(n as u64),
-            hermes_llm::util::thousands(MAX_CONTENT_CHARS as u64)
-        ));
+fn check_size(text: &str, label: &str) -> Result<(), SkillError> {
+    let chars = text.chars().count();
+    if chars > MAX_CONTENT_CHARS {
+        return Err(SkillError::TooLong {
+            label: label.to_string(),
+            chars,
+        });
     }
     Ok(())
 }
 
 /// Refuses text in which the scanner finds kinds that `before` did not already have.
-fn check_injection(label: &str, text: &str, before: Option<&str>) -> Result<(), String> {
+fn check_injection(label: &str, text: &str, before: Option<&str>) -> Result<(), SkillError> {
     let found = injection::scan(text, Scope::Strict);
     let known = before
         .map(|b| injection::scan(b, Scope::Strict))
@@ -157,14 +157,11 @@ fn check_injection(label: &str, text: &str, before: Option<&str>) -> Result<(), 
         kinds: new,
         code_points: found.code_points,
     };
-    Err(format!(
-        "refused: {} — skills are loaded into later sessions, so they may not carry this. Rewrite without it.",
-        findings.describe(label)
-    ))
+    Err(SkillError::Injection(findings.describe(label)))
 }
 
 /// The existing skill `name` that `skill_manage` may change.
-fn existing(library: &Library, name: &str) -> Result<Skill, String> {
+fn existing(library: &Library, name: &str) -> Result<Skill, SkillError> {
     let skill = library.find(name)?;
     Ok(skill)
 }
@@ -175,13 +172,11 @@ fn create(
     content: &str,
     category: Option<&str>,
     origin: WriteOrigin,
-) -> Result<Value, String> {
+) -> Result<Value, SkillError> {
     validate_name(name)?;
     let category = category.map(str::trim).filter(|c| !c.is_empty());
     if let Some(c) = category {
-        validate_name(c).map_err(|_| {
-            format!("`{c}` is not a valid category: one folder name in lowercase letters, digits and hyphens")
-        })?;
+        validate_name(c).map_err(|_| SkillError::InvalidCategory(c.to_string()))?;
     }
     check_skill_md(content, &[name])?;
     check_injection(&format!("skill {name}"), content, None)?;
@@ -191,10 +186,10 @@ fn create(
         .iter()
         .find(|s| s.name == name || s.dir_name == name)
     {
-        return Err(format!(
-            "a skill named `{name}` already exists ({}); change it with edit or patch",
-            s.shown_path()
-        ));
+        return Err(SkillError::Exists {
+            name: name.to_string(),
+            path: s.shown_path(),
+        });
     }
     let mut dir = library.root().to_path_buf();
     if let Some(c) = category {
@@ -202,7 +197,7 @@ fn create(
     }
     dir.push(name);
     if dir.exists() {
-        return Err(format!("{} already exists", dir.display()));
+        return Err(SkillError::FolderExists(dir));
     }
     let path = dir.join("SKILL.md");
     write(&path, content)?;
@@ -216,7 +211,7 @@ fn create(
     }))
 }
 
-fn edit(library: &Library, name: &str, content: &str) -> Result<Value, String> {
+fn edit(library: &Library, name: &str, content: &str) -> Result<Value, SkillError> {
     let skill = existing(library, name)?;
     check_skill_md(content, &[&skill.dir_name, &skill.name])?;
     check_injection(&skill.shown_path(), content, Some(&skill.text))?;
@@ -230,28 +225,31 @@ fn edit(library: &Library, name: &str, content: &str) -> Result<Value, String> {
 }
 
 /// A supporting-file path for writing: under one of the support folders, with a file name.
-fn support_path(skill: &Skill, rel: &str) -> Result<PathBuf, String> {
+fn support_path(skill: &Skill, rel: &str) -> Result<PathBuf, SkillError> {
     let rel = rel.trim();
     let first = rel.split('/').next().unwrap_or_default();
     if !SUPPORT_DIRS.contains(&first) || rel.trim_end_matches('/') == first {
-        return Err(format!(
-            "file_path must be a file under {}/ (e.g. references/notes.md), not `{rel}`",
-            SUPPORT_DIRS.join("/, ")
-        ));
+        return Err(SkillError::NotSupportFile(rel.to_string()));
     }
     resolve(&skill.dir, rel)
 }
 
-fn patch(library: &Library, req: &Request) -> Result<Value, String> {
-    let old = req
-        .old_string
-        .as_deref()
-        .filter(|s| !s.is_empty())
-        .ok_or("patch needs old_string (the text to replace)")?;
+fn patch(library: &Library, req: &Request) -> Result<Value, SkillError> {
+    let old =
+        req.old_string
+            .as_deref()
+            .filter(|s| !s.is_empty())
+            .ok_or(SkillError::MissingArgument {
+                action: "patch",
+                what: "old_string (the text to replace)",
+            })?;
     let new = req
         .new_string
         .as_deref()
-        .ok_or("patch needs new_string ('' deletes the text)")?;
+        .ok_or(SkillError::MissingArgument {
+            action: "patch",
+            what: "new_string ('' deletes the text)",
+        })?;
     let skill = existing(library, req.name.trim())?;
     let rel = req
         .file_path
@@ -262,30 +260,31 @@ fn patch(library: &Library, req: &Request) -> Result<Value, String> {
         Some(rel) => (support_path(&skill, rel)?, rel.to_string()),
         None => (skill.skill_md(), "SKILL.md".to_string()),
     };
-    let before = std::fs::read_to_string(&path)
-        .map_err(|e| format!("cannot read {label} of `{}`: {e}", skill.name))?;
+    let before = std::fs::read_to_string(&path).map_err(|source| SkillError::ReadSkillFile {
+        label: label.clone(),
+        skill: skill.name.clone(),
+        source,
+    })?;
     let Some(found) = fuzzy::locate(&before, old) else {
-        return Err(format!(
-            "old_string was not found in {label} of `{}`; view it again with skill_view and copy the text exactly",
-            skill.name
-        ));
+        return Err(SkillError::NoMatch {
+            label,
+            skill: skill.name,
+        });
     };
     if found.ranges.len() > 1 && !req.replace_all {
-        let lines: Vec<String> = found
-            .ranges
-            .iter()
-            .map(|(s, _)| fuzzy::line_of(&before, *s).to_string())
-            .collect();
-        return Err(format!(
-            "old_string matches {} places in {label} (lines {}); include more of the surrounding text so it matches one",
-            found.ranges.len(),
-            lines.join(", ")
-        ));
+        return Err(SkillError::ManyMatches {
+            label,
+            lines: found
+                .ranges
+                .iter()
+                .map(|(s, _)| fuzzy::line_of(&before, *s))
+                .collect(),
+        });
     }
     let after = fuzzy::replace(&before, &found, old, new)?;
     if rel.is_none() {
         check_skill_md(&after, &[&skill.dir_name, &skill.name])
-            .map_err(|e| format!("the patch would break SKILL.md: {e}"))?;
+            .map_err(|e| SkillError::BreaksSkillMd(Box::new(e)))?;
     } else {
         check_size(&after, &label)?;
     }
@@ -308,42 +307,44 @@ fn patch(library: &Library, req: &Request) -> Result<Value, String> {
     }))
 }
 
-fn delete(library: &Library, name: &str) -> Result<Value, String> {
+fn delete(library: &Library, name: &str) -> Result<Value, SkillError> {
     let skill = existing(library, name)?;
     if skill.external {
-        return Err(format!(
-            "`{}` lives in skills.external_dirs ({}), which this agent does not change",
-            skill.name,
-            skill.dir.display()
-        ));
+        return Err(SkillError::External {
+            name: skill.name,
+            dir: skill.dir,
+        });
     }
     let usage = library.usage();
     if usage.is_pinned(&skill.name) {
-        return Err(format!(
-            "`{}` is pinned; the user must unpin it before it can be deleted",
-            skill.name
-        ));
+        return Err(SkillError::Pinned(skill.name));
     }
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
     let dest = super::curator::archive::archive(library.root(), &skill.dir, &skill.name, now)
-        .map_err(|e| format!("cannot archive `{}`: {e}", skill.name))?;
+        .map_err(|source| SkillError::Archive {
+            name: skill.name.clone(),
+            source,
+        })?;
     Ok(json!({
         "ok": true,
         "message": format!("Archived skill `{}` to {} (not deleted; `hermes curator restore {}` brings it back).", skill.name, dest.display(), skill.name),
     }))
 }
 
-fn write_file(library: &Library, name: &str, rel: &str, content: &str) -> Result<Value, String> {
+fn write_file(
+    library: &Library,
+    name: &str,
+    rel: &str,
+    content: &str,
+) -> Result<Value, SkillError> {
     let skill = existing(library, name)?;
     let path = support_path(&skill, rel)?;
     if content.len() > MAX_FILE_BYTES {
-        return Err(format!(
-            "the file has {} bytes (limit {}); split it",
-            hermes_llm::util::thousands(content.len() as u64),
-            hermes_llm::util::thousands(MAX_FILE_BYTES as u64)
-        ));
+        return Err(SkillError::FileTooLarge {
+            bytes: content.len(),
+        });
     }
     check_size(content, rel)?;
     let before = std::fs::read_to_string(&path).ok();
@@ -361,23 +362,19 @@ fn write_file(library: &Library, name: &str, rel: &str, content: &str) -> Result
     }))
 }
 
-fn remove_file(library: &Library, name: &str, rel: &str) -> Result<Value, String> {
+fn remove_file(library: &Library, name: &str, rel: &str) -> Result<Value, SkillError> {
     let skill = existing(library, name)?;
     let path = support_path(&skill, rel)?;
     if !path.is_file() {
-        let files = supporting_files(&skill.dir);
-        return Err(format!(
-            "`{}` has no file {}{}",
-            skill.name,
-            rel.trim(),
-            if files.is_empty() {
-                String::new()
-            } else {
-                format!("; its files: {}", files.join(", "))
-            }
-        ));
+        return Err(SkillError::NoFileToRemove {
+            files: supporting_files(&skill.dir),
+            skill: skill.name,
+            rel: rel.trim().to_string(),
+        });
     }
-    std::fs::remove_file(&path).map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
+    if let Err(source) = std::fs::remove_file(&path) {
+        return Err(SkillError::Remove { path, source });
+    }
     if let Some(parent) = path.parent().filter(|p| *p != skill.dir)
         && std::fs::read_dir(parent).is_ok_and(|mut d| d.next().is_none())
     {
@@ -390,9 +387,11 @@ fn remove_file(library: &Library, name: &str, rel: &str) -> Result<Value, String
     }))
 }
 
-fn write(path: &Path, content: &str) -> Result<(), String> {
-    hermes_config::atomic_write(path, content.as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+fn write(path: &Path, content: &str) -> Result<(), SkillError> {
+    hermes_config::atomic_write(path, content.as_bytes()).map_err(|source| SkillError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 #[cfg(test)]
@@ -407,7 +406,11 @@ mod tests {
         for bad in ["", "Deploy", "-x", "a b", "a/b", "..", "ä"] {
             assert!(validate_name(bad).is_err(), "{bad}");
         }
-        assert!(validate_name(&"a".repeat(65)).is_err());
+        assert!(matches!(
+            validate_name(&"a".repeat(65)),
+            Err(SkillError::NameTooLong)
+        ));
+        assert!(matches!(validate_name(""), Err(SkillError::NoName)));
     }
 
     #[test]
@@ -421,6 +424,7 @@ mod tests {
             Some(old),
         )
         .unwrap_err();
-        assert!(e.contains("(ignore_instructions)"), "{e}");
+        assert!(matches!(e, SkillError::Injection(_)), "{e}");
+        assert!(e.to_string().contains("(ignore_instructions)"), "{e}");
     }
 }

@@ -14,6 +14,7 @@
 //! skills over time; [`hub`] installs skills from outside, through its guard.
 
 pub mod curator;
+mod error;
 pub mod frontmatter;
 pub mod hub;
 pub mod index;
@@ -33,6 +34,8 @@ use hermes_config::{Config, HermesHome};
 use serde_json::Value;
 
 pub use curator::Curator;
+pub use error::SkillError;
+pub use frontmatter::FrontmatterError;
 pub use index::SessionIndex;
 pub use loader::{Availability, Loaded, Skill};
 pub use provenance::{Origin, Provenance, State, Status};

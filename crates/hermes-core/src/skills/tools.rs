@@ -9,21 +9,21 @@ use std::sync::Arc;
 use hermes_tools::{Access, Tool, ToolContext, ToolError, ToolResult};
 use serde_json::{Value, json};
 
-use super::Library;
 use super::manage::{self, Request, WriteOrigin};
 use super::view;
+use super::{Library, SkillError};
 
 fn roots(library: &Library) -> Vec<PathBuf> {
     library.roots().into_iter().map(PathBuf::from).collect()
 }
 
 async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, String> + Send + 'static,
+    f: impl FnOnce() -> Result<T, SkillError> + Send + 'static,
 ) -> Result<T, ToolError> {
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| ToolError::new(format!("skills: {e}")))?
-        .map_err(ToolError::new)
+        .map_err(|e| ToolError::new(e.to_string()))
 }
 
 fn str_arg(args: &Value, key: &str) -> Option<String> {

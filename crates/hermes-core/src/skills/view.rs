@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use super::loader::{Availability, Skill};
-use super::{Library, SUPPORT_DIRS};
+use super::{Library, SUPPORT_DIRS, SkillError};
 use crate::injection::{self, Scope};
 
 /// The most characters of one file the model gets (as `read_file`).
@@ -19,28 +19,31 @@ pub const MAX_VIEW_CHARS: usize = 100_000;
 const MAX_LISTED_FILES: usize = 100;
 
 /// The skill called `name`, ready to be loaded: refused when disabled or made for another OS.
-pub fn loadable(library: &Library, name: &str) -> Result<Skill, String> {
+pub fn loadable(library: &Library, name: &str) -> Result<Skill, SkillError> {
     let skill = library.find(name)?;
     match &skill.availability {
-        Availability::Disabled => Err(format!(
-            "skill `{}` is disabled (skills.disabled in config.yaml)",
-            skill.name
-        )),
-        Availability::OtherPlatform(platforms) => Err(format!(
-            "skill `{}` is for {} only, not this system",
-            skill.name,
-            platforms.join(", ")
-        )),
+        Availability::Disabled => Err(SkillError::Disabled(skill.name.clone())),
+        Availability::OtherPlatform(platforms) => Err(SkillError::OtherPlatform {
+            platforms: platforms.clone(),
+            name: skill.name.clone(),
+        }),
         Availability::Active | Availability::OtherEnvironment(_) => Ok(skill),
     }
 }
 
 /// `SKILL.md` of a skill, scanned: the text (template variables filled in), or the blocked
-/// notice; `Err` carries the notice when blocked, so callers that must not run it can refuse.
-pub fn instructions(library: &Library, skill: &Skill, session_id: &str) -> Result<String, String> {
+/// notice; [`SkillError::Blocked`] carries the notice, so callers that must not run it can
+/// refuse.
+pub fn instructions(
+    library: &Library,
+    skill: &Skill,
+    session_id: &str,
+) -> Result<String, SkillError> {
     if let Some(findings) = skill.scan() {
         library.log_blocked(&findings.describe(&skill.shown_path()));
-        return Err(findings.blocked_notice(&skill.shown_path()));
+        return Err(SkillError::Blocked(
+            findings.blocked_notice(&skill.shown_path()),
+        ));
     }
     Ok(if library.settings().template_vars {
         fill_template(&skill.text, &skill.dir, session_id)
@@ -64,14 +67,16 @@ pub fn view(
     name: &str,
     file_path: Option<&str>,
     session_id: &str,
-) -> Result<(Skill, Value), String> {
+) -> Result<(Skill, Value), SkillError> {
     let skill = loadable(library, name)?;
     let file_path = file_path.map(str::trim).filter(|p| !p.is_empty());
     if let Some(rel) = file_path.filter(|p| *p != "SKILL.md") {
         let value = view_file(library, &skill, rel)?;
         return Ok((skill, value));
     }
-    let content = instructions(library, &skill, session_id).unwrap_or_else(|notice| notice);
+    // A blocked skill is still viewed: the notice stands in for its text.
+    let content =
+        instructions(library, &skill, session_id).unwrap_or_else(|notice| notice.to_string());
     let mut out = json!({
         "name": skill.name,
         "description": skill.description,
@@ -97,24 +102,19 @@ pub fn view(
     Ok((skill, out))
 }
 
-fn view_file(library: &Library, skill: &Skill, rel: &str) -> Result<Value, String> {
+fn view_file(library: &Library, skill: &Skill, rel: &str) -> Result<Value, SkillError> {
     let path = resolve(&skill.dir, rel)?;
     if !path.is_file() {
-        let files = supporting_files(&skill.dir);
-        return Err(if files.is_empty() {
-            format!(
-                "skill `{}` has no file {rel}; it has no supporting files",
-                skill.name
-            )
-        } else {
-            format!(
-                "skill `{}` has no file {rel}; its files: {}",
-                skill.name,
-                files.join(", ")
-            )
+        return Err(SkillError::NoFile {
+            skill: skill.name.clone(),
+            rel: rel.to_string(),
+            files: supporting_files(&skill.dir),
         });
     }
-    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {rel}: {e}"))?;
+    let bytes = std::fs::read(&path).map_err(|source| SkillError::ReadFile {
+        rel: rel.to_string(),
+        source,
+    })?;
     let content = match text_of(&bytes) {
         None => format!("[binary file: {rel}, {} bytes]", bytes.len()),
         Some(text) => {
@@ -156,12 +156,11 @@ fn cap(text: &str, path: &Path) -> String {
 
 /// `rel` inside the skill folder `dir`: relative, without `..`, and not escaping through a
 /// symlink. The file need not exist yet.
-pub fn resolve(dir: &Path, rel: &str) -> Result<PathBuf, String> {
+pub fn resolve(dir: &Path, rel: &str) -> Result<PathBuf, SkillError> {
     let rel = rel.trim();
-    let outside =
-        || format!("{rel} is outside the skill's folder: give a path such as references/notes.md");
+    let outside = || SkillError::Outside(rel.to_string());
     if rel.is_empty() {
-        return Err("give a file path inside the skill, such as references/notes.md".into());
+        return Err(SkillError::NoFilePath);
     }
     let path = Path::new(rel);
     if path.is_absolute()
@@ -173,9 +172,7 @@ pub fn resolve(dir: &Path, rel: &str) -> Result<PathBuf, String> {
         return Err(outside());
     }
     let target = dir.join(path);
-    let base = dir
-        .canonicalize()
-        .map_err(|e| format!("cannot open the skill's folder: {e}"))?;
+    let base = dir.canonicalize().map_err(SkillError::OpenFolder)?;
     // The deepest part that exists must resolve inside the folder.
     let mut existing = target.as_path();
     while !existing.exists() {
@@ -248,7 +245,8 @@ mod tests {
         {
             std::os::unix::fs::symlink(tmp.path(), dir.join("assets")).unwrap();
             let e = resolve(&dir, "assets/secret.txt").unwrap_err();
-            assert!(e.contains("outside the skill's folder"), "{e}");
+            assert!(matches!(e, SkillError::Outside(_)), "{e}");
+            assert!(e.to_string().contains("outside the skill's folder"), "{e}");
         }
     }
 

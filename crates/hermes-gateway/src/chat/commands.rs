@@ -246,7 +246,7 @@ impl Worker {
                         Some(message)
                     }
                     Err(notice) => {
-                        self.say(&notice).await;
+                        self.say(&notice.to_string()).await;
                         None
                     }
                 };

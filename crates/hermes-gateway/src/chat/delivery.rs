@@ -155,7 +155,11 @@ impl CronDelivery {
 
 #[async_trait::async_trait]
 impl hermes_runtime::cron::Delivery for CronDelivery {
-    async fn deliver(&self, job: &Job, answer: &str) -> Result<(), String> {
+    async fn deliver(
+        &self,
+        job: &Job,
+        answer: &str,
+    ) -> Result<(), hermes_runtime::cron::DeliveryFailure> {
         let text = self.text(job, answer);
         let mut failures = Vec::new();
         for target in job
@@ -187,7 +191,7 @@ impl hermes_runtime::cron::Delivery for CronDelivery {
         if failures.is_empty() {
             Ok(())
         } else {
-            Err(failures.join("; "))
+            Err(hermes_runtime::cron::DeliveryFailure::Unreached { reasons: failures })
         }
     }
 }

@@ -18,6 +18,21 @@ pub(crate) struct ListenerSlot {
     local_addr: Mutex<Option<SocketAddr>>,
 }
 
+/// Why the listener could not be had.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ListenError {
+    /// Binding `host:port` failed (in use, not an address of this machine, ...).
+    #[error("cannot listen on {host}:{port}: {source}")]
+    Bind {
+        host: String,
+        port: u16,
+        source: std::io::Error,
+    },
+    /// Cloning the preset listener or handing it to tokio failed.
+    #[error(transparent)]
+    Setup(#[from] std::io::Error),
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -35,17 +50,19 @@ impl ListenerSlot {
 
     /// The listener to serve on: the preset one (a clone, so a restart can take it again) or a
     /// new one on `host:port` (`[v6]` brackets allowed). The error says what could not be done.
-    pub fn bind(&self, host: &str, port: u16) -> Result<tokio::net::TcpListener, String> {
+    pub fn bind(&self, host: &str, port: u16) -> Result<tokio::net::TcpListener, ListenError> {
         let std_listener = match lock(&self.preset).as_ref() {
-            Some(l) => l.try_clone().map_err(|e| e.to_string())?,
-            None => std::net::TcpListener::bind((host.trim_matches(['[', ']']), port))
-                .map_err(|e| format!("cannot listen on {host}:{port}: {e}"))?,
+            Some(l) => l.try_clone()?,
+            None => std::net::TcpListener::bind((host.trim_matches(['[', ']']), port)).map_err(
+                |source| ListenError::Bind {
+                    host: host.to_string(),
+                    port,
+                    source,
+                },
+            )?,
         };
-        std_listener
-            .set_nonblocking(true)
-            .map_err(|e| e.to_string())?;
-        let listener =
-            tokio::net::TcpListener::from_std(std_listener).map_err(|e| e.to_string())?;
+        std_listener.set_nonblocking(true)?;
+        let listener = tokio::net::TcpListener::from_std(std_listener)?;
         *lock(&self.local_addr) = listener.local_addr().ok();
         Ok(listener)
     }
@@ -65,7 +82,7 @@ impl ListenerSlot {
                 Ok(listener) => return Some(listener),
                 Err(e) => {
                     status.set_state(ConnectionState::Reconnecting);
-                    status.error(e);
+                    status.error(e.to_string());
                     if !backoff.wait(shutdown).await {
                         return None;
                     }

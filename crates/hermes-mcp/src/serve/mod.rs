@@ -22,6 +22,7 @@ use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::{Map, Value, json};
 
 pub use bridge::{Approval, BridgeError, BridgeEvent, Channel, Decision, GatewayBridge, NoGateway};
+pub use store::ConversationError;
 
 /// The answer of one chat turn.
 #[derive(Debug, Clone, PartialEq)]
@@ -139,10 +140,10 @@ impl HermesServer {
                 .clamp(min, max)
         };
         let db = self.db.clone();
-        let blocking = |f: Box<dyn FnOnce() -> Result<Value, String> + Send>| async move {
+        let blocking = |f: Box<dyn FnOnce() -> Result<Value, ConversationError> + Send>| async move {
             match tokio::task::spawn_blocking(f).await {
                 Ok(Ok(v)) => v,
-                Ok(Err(e)) => json!({"error": e}),
+                Ok(Err(e)) => json!({"error": e.to_string()}),
                 Err(e) => json!({"error": format!("the store read failed: {e}")}),
             }
         };

@@ -12,20 +12,36 @@ use hermes_store::{SessionRecord, Store, StoreError, StoreLocation, StoredMessag
 use regex::Regex;
 use serde_json::{Value, json};
 
+/// Why a conversation tool has no answer; the text is the `{"error": ...}` the client reads
+/// (the Python Hermes's wording where it has one).
+#[derive(Debug, thiserror::Error)]
+pub enum ConversationError {
+    /// The store exists but cannot be opened.
+    #[error("Session database unavailable: {0}")]
+    Unavailable(#[source] StoreError),
+    /// No session has this key (id, id prefix or title), or there is no store at all.
+    #[error("Conversation not found: {0}")]
+    ConversationNotFound(String),
+    /// The conversation has no message with this id.
+    #[error("Message not found: {0}")]
+    MessageNotFound(String),
+    /// Reading the open store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
 /// Conversations as the Python Hermes lists them (newest first).
 pub fn conversations(
     db: &StoreLocation,
     platform: Option<&str>,
     search: Option<&str>,
     limit: usize,
-) -> Result<Value, String> {
+) -> Result<Value, ConversationError> {
     let Some(store) = open(db)? else {
         return Ok(json!({"count": 0, "conversations": []}));
     };
     // Read more than `limit` when filtering, so the filter has enough to choose from.
-    let rows = store
-        .list_sessions(if search.is_some() { 10_000 } else { limit }, None)
-        .map_err(|e| e.to_string())?;
+    let rows = store.list_sessions(if search.is_some() { 10_000 } else { limit }, None)?;
     let wanted = |s: &SessionRecord, preview: &str| {
         platform.is_none_or(|p| s.source.eq_ignore_ascii_case(p))
             && search.is_none_or(|q| {
@@ -68,7 +84,7 @@ fn display_name(s: &SessionRecord, preview: &str) -> String {
 }
 
 /// One conversation's details.
-pub fn conversation(db: &StoreLocation, key: &str) -> Result<Value, String> {
+pub fn conversation(db: &StoreLocation, key: &str) -> Result<Value, ConversationError> {
     let (store, s) = find(db, key)?;
     let preview = store
         .messages(&s.id)
@@ -101,9 +117,9 @@ pub fn conversation(db: &StoreLocation, key: &str) -> Result<Value, String> {
 }
 
 /// The latest `limit` user and assistant messages with text, oldest first.
-pub fn messages(db: &StoreLocation, key: &str, limit: usize) -> Result<Value, String> {
+pub fn messages(db: &StoreLocation, key: &str, limit: usize) -> Result<Value, ConversationError> {
     let (store, s) = find(db, key)?;
-    let all = store.messages(&s.id).map_err(|e| e.to_string())?;
+    let all = store.messages(&s.id)?;
     let chat: Vec<&StoredMessage> = all
         .iter()
         .filter(|m| matches!(m.message.role, Role::User | Role::Assistant))
@@ -132,11 +148,15 @@ pub fn messages(db: &StoreLocation, key: &str, limit: usize) -> Result<Value, St
 static MEDIA: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"MEDIA:\s*(\S+)").ok());
 
 /// The attachments of one message: `MEDIA:` references in its text.
-pub fn attachments(db: &StoreLocation, key: &str, message_id: &str) -> Result<Value, String> {
+pub fn attachments(
+    db: &StoreLocation,
+    key: &str,
+    message_id: &str,
+) -> Result<Value, ConversationError> {
     let (store, s) = find(db, key)?;
-    let all = store.messages(&s.id).map_err(|e| e.to_string())?;
+    let all = store.messages(&s.id)?;
     let Some(m) = all.iter().find(|m| m.id.to_string() == message_id) else {
-        return Err(format!("Message not found: {message_id}"));
+        return Err(ConversationError::MessageNotFound(message_id.to_string()));
     };
     let list: Vec<Value> = MEDIA
         .as_ref()
@@ -150,24 +170,22 @@ pub fn attachments(db: &StoreLocation, key: &str, message_id: &str) -> Result<Va
     Ok(json!({"message_id": message_id, "count": list.len(), "attachments": list}))
 }
 
-fn open(db: &StoreLocation) -> Result<Option<Store>, String> {
+fn open(db: &StoreLocation) -> Result<Option<Store>, ConversationError> {
     if let StoreLocation::File(path) = db
         && !path.exists()
     {
         return Ok(None);
     }
-    db.open()
-        .map(Some)
-        .map_err(|e| format!("Session database unavailable: {e}"))
+    db.open().map(Some).map_err(ConversationError::Unavailable)
 }
 
-fn find(db: &StoreLocation, key: &str) -> Result<(Store, SessionRecord), String> {
-    let not_found = || format!("Conversation not found: {key}");
+fn find(db: &StoreLocation, key: &str) -> Result<(Store, SessionRecord), ConversationError> {
+    let not_found = || ConversationError::ConversationNotFound(key.to_string());
     let store = open(db)?.ok_or_else(not_found)?;
     match store.resolve_session(key) {
         Ok(s) => Ok((store, s)),
         Err(StoreError::SessionNotFound(_)) => Err(not_found()),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(e.into()),
     }
 }
 

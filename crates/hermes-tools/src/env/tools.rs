@@ -146,7 +146,7 @@ async fn v4a_patch(args: &PatchArgs, ctx: &ToolContext) -> ToolResult {
         let path = match files.path_of(shown) {
             Ok(p) => p,
             Err(e) => {
-                errors.push(e);
+                errors.push(e.to_string());
                 continue;
             }
         };

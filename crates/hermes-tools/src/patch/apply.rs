@@ -7,8 +7,10 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use super::PatchError;
 use super::fuzzy::{self, Located};
 use super::v4a::{Hunk, Op};
+use crate::ToolError;
 use crate::protect::{GuardedWrite, ProtectedPaths};
 
 /// Largest file the patch tool edits.
@@ -28,45 +30,48 @@ pub struct Change {
 
 /// Reads a text file for editing; `Ok(None)` when it does not exist. The file is opened and
 /// then checked ([`ProtectedPaths::open_read`]): regular files only, no credential stores.
-pub fn read_text(path: &Path, protected: &ProtectedPaths) -> Result<Option<String>, String> {
+pub fn read_text(path: &Path, protected: &ProtectedPaths) -> Result<Option<String>, PatchError> {
+    let unreadable = |source| PatchError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
     match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        Err(e) => return Err(unreadable(e)),
         Ok(_) => {}
     }
-    let (file, meta) = protected.open_read(path).map_err(|e| e.0)?;
+    let (file, meta) = protected.open_read(path)?;
     if meta.len() > MAX_FILE_BYTES {
-        return Err(format!(
-            "{} is too large to patch ({} bytes); use the terminal",
-            path.display(),
-            meta.len()
-        ));
+        return Err(PatchError::TooLarge {
+            path: path.to_path_buf(),
+            bytes: Some(meta.len()),
+        });
     }
     let mut bytes = Vec::new();
     file.take(MAX_FILE_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        .map_err(unreadable)?;
     if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(format!(
-            "{} is too large to patch; use the terminal",
-            path.display()
-        ));
+        return Err(PatchError::TooLarge {
+            path: path.to_path_buf(),
+            bytes: None,
+        });
     }
     if bytes.iter().take(8192).any(|b| *b == 0) {
-        return Err(format!("{} is a binary file", path.display()));
+        return Err(PatchError::Binary(path.to_path_buf()));
     }
     String::from_utf8(bytes)
         .map(Some)
-        .map_err(|_| format!("{} is not valid UTF-8 text", path.display()))
+        .map_err(|_| PatchError::NotUtf8(path.to_path_buf()))
 }
 
 /// Where a plan's files come from: this machine ([`LocalFiles`], checked against the protected
 /// paths), or contents read beforehand from another environment ([`Prefetched`]).
 pub trait PatchFiles {
     /// The file a patch names, refused when it may not be written.
-    fn resolve(&self, shown: &str) -> Result<PathBuf, String>;
+    fn resolve(&self, shown: &str) -> Result<PathBuf, PatchError>;
     /// Its content now; `None` when it does not exist.
-    fn read(&self, path: &Path) -> Result<Option<String>, String>;
+    fn read(&self, path: &Path) -> Result<Option<String>, PatchError>;
     /// The guarded class of a path the user approved writing.
     fn guard(&self, _path: &Path) -> Option<GuardedWrite> {
         None
@@ -75,14 +80,12 @@ pub trait PatchFiles {
 
 /// `..` is refused in patch paths: a patch names files from the working directory or
 /// absolutely, never by climbing out of it.
-fn no_parent_dirs(shown: &str) -> Result<(), String> {
+fn no_parent_dirs(shown: &str) -> Result<(), PatchError> {
     if Path::new(shown)
         .components()
         .any(|c| c == std::path::Component::ParentDir)
     {
-        return Err(format!(
-            "{shown}: `..` is not allowed in patch paths; use a path from the working directory or an absolute one"
-        ));
+        return Err(PatchError::ParentDir(shown.to_string()));
     }
     Ok(())
 }
@@ -96,21 +99,21 @@ pub struct LocalFiles<'a> {
 }
 
 impl PatchFiles for LocalFiles<'_> {
-    fn resolve(&self, shown: &str) -> Result<PathBuf, String> {
+    fn resolve(&self, shown: &str) -> Result<PathBuf, PatchError> {
         no_parent_dirs(shown)?;
         let path = crate::paths::resolve(self.cwd, shown);
-        self.protected.check_write(&path).map_err(|e| e.0)?;
+        self.protected.check_write(&path)?;
         if let Some(g) = self.protected.guarded_write(&path)
             && !self.approved.contains(&path)
         {
-            return Err(format!(
-                "{shown}: needs the user's approval ({})",
-                g.description()
-            ));
+            return Err(PatchError::NeedsApproval {
+                shown: shown.to_string(),
+                what: g.description(),
+            });
         }
         Ok(path)
     }
-    fn read(&self, path: &Path) -> Result<Option<String>, String> {
+    fn read(&self, path: &Path) -> Result<Option<String>, PatchError> {
         read_text(path, self.protected)
     }
     fn guard(&self, path: &Path) -> Option<GuardedWrite> {
@@ -128,21 +131,21 @@ pub struct Prefetched {
 
 impl Prefetched {
     /// The environment's path of a name in a patch.
-    pub fn path_of(&self, shown: &str) -> Result<String, String> {
+    pub fn path_of(&self, shown: &str) -> Result<String, PatchError> {
         no_parent_dirs(shown)?;
         Ok(crate::env::resolve_posix_in(&self.cwd, &self.home, shown))
     }
 }
 
 impl PatchFiles for Prefetched {
-    fn resolve(&self, shown: &str) -> Result<PathBuf, String> {
+    fn resolve(&self, shown: &str) -> Result<PathBuf, PatchError> {
         self.path_of(shown).map(PathBuf::from)
     }
-    fn read(&self, path: &Path) -> Result<Option<String>, String> {
+    fn read(&self, path: &Path) -> Result<Option<String>, PatchError> {
         self.files
             .get(&path.to_string_lossy().into_owned())
             .cloned()
-            .ok_or_else(|| format!("{} was not read before planning", path.display()))
+            .ok_or_else(|| PatchError::NotPrefetched(path.to_path_buf()))
     }
 }
 
@@ -155,7 +158,7 @@ struct Workspace<'a> {
 
 impl Workspace<'_> {
     /// The current planned content of `shown`.
-    fn current(&mut self, shown: &str) -> Result<(PathBuf, Option<String>), String> {
+    fn current(&mut self, shown: &str) -> Result<(PathBuf, Option<String>), PatchError> {
         let path = self.source.resolve(shown)?;
         if !self.files.contains_key(&path) {
             let before = self.source.read(&path)?;
@@ -187,7 +190,7 @@ pub fn plan(
     ops: &[Op],
     cwd: &Path,
     protected: &ProtectedPaths,
-) -> Result<Vec<Change>, Vec<String>> {
+) -> Result<Vec<Change>, Vec<PatchError>> {
     plan_approved(ops, cwd, protected, &[])
 }
 
@@ -197,7 +200,7 @@ pub fn plan_approved(
     cwd: &Path,
     protected: &ProtectedPaths,
     approved: &[PathBuf],
-) -> Result<Vec<Change>, Vec<String>> {
+) -> Result<Vec<Change>, Vec<PatchError>> {
     plan_in(
         ops,
         &LocalFiles {
@@ -209,7 +212,7 @@ pub fn plan_approved(
 }
 
 /// What a V4A patch does to the files of `source`.
-pub fn plan_in(ops: &[Op], source: &dyn PatchFiles) -> Result<Vec<Change>, Vec<String>> {
+pub fn plan_in(ops: &[Op], source: &dyn PatchFiles) -> Result<Vec<Change>, Vec<PatchError>> {
     let mut ws = Workspace {
         source,
         files: BTreeMap::new(),
@@ -231,22 +234,17 @@ pub fn plan_in(ops: &[Op], source: &dyn PatchFiles) -> Result<Vec<Change>, Vec<S
         .filter(|c| c.before != c.after)
         .collect();
     if changes.is_empty() {
-        return Err(vec![
-            "the patch changes nothing (only context lines, or the files already read like this)"
-                .into(),
-        ]);
+        return Err(vec![PatchError::NoChange]);
     }
     Ok(changes)
 }
 
-fn apply_op(ws: &mut Workspace<'_>, op: &Op) -> Result<(), String> {
+fn apply_op(ws: &mut Workspace<'_>, op: &Op) -> Result<(), PatchError> {
     match op {
         Op::Add { path, lines } => {
             let (p, current) = ws.current(path)?;
             if current.is_some() {
-                return Err(format!(
-                    "{path}: already exists; change it with *** Update File:"
-                ));
+                return Err(PatchError::AddExisting(path.clone()));
             }
             let mut text = lines.join("\n");
             if !text.is_empty() {
@@ -257,7 +255,7 @@ fn apply_op(ws: &mut Workspace<'_>, op: &Op) -> Result<(), String> {
         Op::Delete { path } => {
             let (p, current) = ws.current(path)?;
             if current.is_none() {
-                return Err(format!("{path}: cannot delete, the file does not exist"));
+                return Err(PatchError::DeleteMissing(path.clone()));
             }
             ws.set(&p, None);
         }
@@ -268,27 +266,24 @@ fn apply_op(ws: &mut Workspace<'_>, op: &Op) -> Result<(), String> {
         } => {
             let (p, current) = ws.current(path)?;
             let Some(mut text) = current else {
-                return Err(format!(
-                    "{path}: cannot update, the file does not exist (use *** Add File:)"
-                ));
+                return Err(PatchError::UpdateMissing(path.clone()));
             };
             for (i, hunk) in hunks.iter().enumerate() {
-                text = apply_hunk(&text, hunk).map_err(|e| {
-                    let near = hunk
-                        .hint
-                        .as_deref()
-                        .map(|h| format!(" (@@ {h})"))
-                        .unwrap_or_default();
-                    format!("{path}: hunk {}{near}: {e}", i + 1)
+                text = apply_hunk(&text, hunk).map_err(|e| PatchError::Hunk {
+                    path: path.clone(),
+                    number: i + 1,
+                    hint: hunk.hint.clone(),
+                    source: Box::new(e),
                 })?;
             }
             match move_to {
                 Some(dest) => {
                     let (d, existing) = ws.current(dest)?;
                     if existing.is_some() && d != p {
-                        return Err(format!(
-                            "{path}: cannot move to {dest}, which already exists"
-                        ));
+                        return Err(PatchError::MoveOntoExisting {
+                            path: path.clone(),
+                            dest: dest.clone(),
+                        });
                     }
                     ws.set(&p, None);
                     ws.set(&d, Some(text));
@@ -301,7 +296,7 @@ fn apply_op(ws: &mut Workspace<'_>, op: &Op) -> Result<(), String> {
 }
 
 /// One hunk applied to a file's text. CRLF files are edited as LF and converted back.
-fn apply_hunk(text: &str, hunk: &Hunk) -> Result<String, String> {
+fn apply_hunk(text: &str, hunk: &Hunk) -> Result<String, PatchError> {
     let crlf = text.contains("\r\n");
     let work = if crlf {
         text.replace("\r\n", "\n")
@@ -330,7 +325,7 @@ fn apply_hunk(text: &str, hunk: &Hunk) -> Result<String, String> {
 
 /// The one place `old` matches: after the hint line when there is one (the first match there),
 /// else a unique match in the whole file.
-fn locate_near_hint(text: &str, old: &str, hint: Option<&str>) -> Result<Located, String> {
+fn locate_near_hint(text: &str, old: &str, hint: Option<&str>) -> Result<Located, PatchError> {
     if let Some(hint) = hint
         && let Some(at) = text.find(hint)
     {
@@ -345,16 +340,17 @@ fn locate_near_hint(text: &str, old: &str, hint: Option<&str>) -> Result<Located
     }
     match fuzzy::locate(text, old) {
         Some(found) if found.ranges.len() == 1 => Ok(found),
-        Some(found) => Err(super::hints::ambiguous(text, &found)),
-        None => Err(format!(
-            "could not find the lines to change.{}",
-            super::hints::closest(text, old)
-        )),
+        Some(found) => Err(PatchError::Ambiguous {
+            detail: super::hints::ambiguous(text, &found),
+        }),
+        None => Err(PatchError::NotFound {
+            closest: super::hints::closest(text, old),
+        }),
     }
 }
 
 /// A hunk with only `+` lines: after the hint's line, or at the end of the file.
-fn insert_only(text: &str, hint: Option<&str>, new: &str) -> Result<String, String> {
+fn insert_only(text: &str, hint: Option<&str>, new: &str) -> Result<String, PatchError> {
     let Some(hint) = hint else {
         let mut out = text.trim_end_matches('\n').to_string();
         if !out.is_empty() {
@@ -365,7 +361,7 @@ fn insert_only(text: &str, hint: Option<&str>, new: &str) -> Result<String, Stri
         return Ok(out);
     };
     match text.matches(hint).count() {
-        0 => Err(format!("the @@ line `{hint}` is not in the file")),
+        0 => Err(PatchError::HintMissing(hint.to_string())),
         1 => {
             let at = text.find(hint).unwrap_or(0);
             let eol = text[at..]
@@ -381,50 +377,48 @@ fn insert_only(text: &str, hint: Option<&str>, new: &str) -> Result<String, Stri
             out.push_str(&text[eol..]);
             Ok(out)
         }
-        n => Err(format!(
-            "the @@ line `{hint}` appears {n} times; add context lines around the insertion"
-        )),
+        count => Err(PatchError::HintRepeated {
+            hint: hint.to_string(),
+            count,
+        }),
     }
 }
 
 /// Writes a plan, each file through the directory actually opened (as `write_file` does). On a
 /// failure, files already written are restored to their previous state.
-pub fn commit(changes: &[Change], protected: &ProtectedPaths) -> Result<(), String> {
+pub fn commit(changes: &[Change], protected: &ProtectedPaths) -> Result<(), PatchError> {
     for (i, change) in changes.iter().enumerate() {
-        if let Err(e) = write_state(change, change.after.as_deref(), protected) {
-            let mut restore_failures = Vec::new();
+        if let Err(source) = write_state(change, change.after.as_deref(), protected) {
+            let mut unrestored = Vec::new();
             for done in changes[..i].iter().rev() {
                 if write_state(done, done.before.as_deref(), protected).is_err() {
-                    restore_failures.push(done.shown.clone());
+                    unrestored.push(done.shown.clone());
                 }
             }
-            let rollback = if restore_failures.is_empty() {
-                "no file was changed".to_string()
-            } else {
-                format!(
-                    "could not restore {}; check them",
-                    restore_failures.join(", ")
-                )
-            };
-            return Err(format!("cannot write {}: {e} ({rollback})", change.shown));
+            return Err(PatchError::Write {
+                shown: change.shown.clone(),
+                source,
+                unrestored,
+            });
         }
     }
     Ok(())
 }
 
+/// Puts one file in the state `content` (`None`: absent). The error is the write guard's
+/// refusal, or the removal's I/O error as its text.
 fn write_state(
     change: &Change,
     content: Option<&str>,
     protected: &ProtectedPaths,
-) -> Result<(), String> {
+) -> Result<(), ToolError> {
     match content {
         Some(text) => {
             crate::files::write_checked(protected, &change.path, text.as_bytes(), change.guard)
-                .map_err(|e| e.0)
         }
         None => match std::fs::remove_file(&change.path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            other => other.map_err(|e| e.to_string()),
+            other => other.map_err(|e| ToolError::new(e.to_string())),
         },
     }
 }
@@ -436,6 +430,7 @@ mod tests {
 
     fn plan_in(dir: &Path, patch: &str) -> Result<Vec<Change>, Vec<String>> {
         plan(&parse(patch).unwrap(), dir, &ProtectedPaths::default())
+            .map_err(|errors| errors.iter().map(ToString::to_string).collect())
     }
 
     #[test]
@@ -492,5 +487,53 @@ mod tests {
         assert!(errors[1].contains("does not exist"));
         assert!(errors[2].contains("`..` is not allowed"));
         assert!(errors[3].contains("could not find"));
+    }
+
+    #[test]
+    fn problems_are_typed() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("x"), "a\nb\na\n").unwrap();
+        let patch = "*** Add File: x\n+dup\n*** Update File: ../escape\n+a\n*** Update File: x\n@@ nowhere\n+y\n*** Update File: x\n-a\n+c\n";
+        let errors = plan(
+            &parse(patch).unwrap(),
+            tmp.path(),
+            &ProtectedPaths::default(),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&errors[0], PatchError::AddExisting(p) if p == "x"),
+            "{errors:?}"
+        );
+        assert!(matches!(&errors[1], PatchError::ParentDir(p) if p == "../escape"));
+        let PatchError::Hunk {
+            number: 1,
+            hint: Some(hint),
+            source,
+            ..
+        } = &errors[2]
+        else {
+            panic!("{errors:?}");
+        };
+        assert_eq!(hint, "nowhere");
+        assert!(matches!(**source, PatchError::HintMissing(_)));
+        assert_eq!(
+            errors[2].to_string(),
+            "x: hunk 1 (@@ nowhere): the @@ line `nowhere` is not in the file"
+        );
+        let PatchError::Hunk { source, .. } = &errors[3] else {
+            panic!("{errors:?}");
+        };
+        assert!(matches!(**source, PatchError::Ambiguous { .. }), "{source}");
+        let unchanged = "*** Update File: x\n a\n";
+        assert!(matches!(
+            plan(
+                &parse(unchanged).unwrap(),
+                tmp.path(),
+                &ProtectedPaths::default()
+            )
+            .unwrap_err()
+            .as_slice(),
+            [PatchError::NoChange]
+        ));
     }
 }

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use super::similarity;
+use super::{PatchError, similarity};
 
 /// Byte range of one match in the searched text.
 pub type Range = (usize, usize);
@@ -60,16 +60,14 @@ pub fn locate(content: &str, pattern: &str) -> Option<Located> {
 
 /// `content` with each range replaced by `new` (adjusted to the file when the match was not
 /// exact). Ranges must be sorted and non-overlapping.
-pub fn replace(content: &str, found: &Located, old: &str, new: &str) -> Result<String, String> {
+pub fn replace(content: &str, found: &Located, old: &str, new: &str) -> Result<String, PatchError> {
     let regions: String = found.ranges.iter().map(|&(s, e)| &content[s..e]).collect();
     let mut new = new.to_string();
     if found.strategy != "exact" {
         // `\'` typed in both strings but absent from the file is a transport artefact.
         for suspect in ["\\'", "\\\""] {
             if new.contains(suspect) && old.contains(suspect) && !regions.contains(suspect) {
-                return Err(format!(
-                    "old_string and new_string contain {suspect} but the matched text does not: the backslash is an escaping mistake. Re-read the file and send the strings without it."
-                ));
+                return Err(PatchError::EscapeMismatch { suspect });
             }
         }
     }
@@ -477,7 +475,11 @@ mod tests {
         let l = locate(file, old).unwrap();
         assert_eq!(l.strategy, "block_anchor");
         let e = replace(file, &l, old, "a()\nprint(\\'y\\')\nb()").unwrap_err();
-        assert!(e.contains("escaping mistake"), "{e}");
+        assert!(
+            matches!(e, PatchError::EscapeMismatch { suspect: "\\'" }),
+            "{e}"
+        );
+        assert!(e.to_string().contains("escaping mistake"), "{e}");
         let file = "x\n\tcall(a,  b)\n";
         let l = locate(file, "\tcall(a,  b)").unwrap();
         assert_eq!(

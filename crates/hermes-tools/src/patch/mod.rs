@@ -6,9 +6,12 @@
 //! are edited only after the session's approval gate says yes, like `write_file`.
 
 pub mod apply;
+mod error;
 pub mod fuzzy;
 mod hints;
 pub mod v4a;
+
+pub use error::PatchError;
 
 use std::path::PathBuf;
 
@@ -238,7 +241,7 @@ pub(crate) fn replace_text(
             hints::ambiguous(&work, &found)
         )));
     }
-    let edited = fuzzy::replace(&work, &found, old, new).map_err(ToolError::new)?;
+    let edited = fuzzy::replace(&work, &found, old, new)?;
     let after = if crlf {
         edited.replace('\n', "\r\n")
     } else {
@@ -279,7 +282,7 @@ fn replace_mode(args: &PatchArgs, ctx: &ToolContext, approved: &[PathBuf]) -> To
             g.description()
         )));
     }
-    let Some(before) = apply::read_text(&path, &ctx.protected).map_err(ToolError::new)? else {
+    let Some(before) = apply::read_text(&path, &ctx.protected)? else {
         return Err(ToolError::new(format!(
             "file not found: {} (create files with write_file)",
             path.display()
@@ -299,12 +302,12 @@ fn patch_mode(args: &PatchArgs, ctx: &ToolContext, approved: &[PathBuf]) -> Tool
     let ops = v4a::parse(text).map_err(|e| ToolError::new(format!("invalid patch: {e}")))?;
     let changes = apply::plan_approved(&ops, &ctx.cwd, &ctx.protected, approved)
         .map_err(|errors| not_applied(&errors))?;
-    apply::commit(&changes, &ctx.protected).map_err(ToolError::new)?;
+    apply::commit(&changes, &ctx.protected)?;
     Ok(patch_result(&changes))
 }
 
 /// The V4A patch tool's text for a list of problems.
-pub(crate) fn not_applied(errors: &[String]) -> ToolError {
+pub(crate) fn not_applied(errors: &[impl std::fmt::Display]) -> ToolError {
     let list: Vec<String> = errors.iter().map(|e| format!("  • {e}")).collect();
     ToolError::new(format!(
         "patch not applied (no file was changed):\n{}",

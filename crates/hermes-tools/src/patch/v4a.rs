@@ -18,6 +18,8 @@
 //! `*** Move File: a -> b`) and strict where a guess could damage a file (empty paths, updates
 //! without changes, text outside any file section).
 
+use super::PatchError;
+
 /// One line of a hunk: `' '` context, `'-'` removed, `'+'` added.
 pub type HunkLine = (char, String);
 
@@ -96,7 +98,7 @@ fn header(line: &str) -> Option<Header> {
 }
 
 /// Parses a patch into its operations, in order.
-pub fn parse(text: &str) -> Result<Vec<Op>, String> {
+pub fn parse(text: &str) -> Result<Vec<Op>, PatchError> {
     let mut ops: Vec<Op> = Vec::new();
     let mut begun = false;
     for (index, raw) in text.lines().enumerate() {
@@ -104,7 +106,7 @@ pub fn parse(text: &str) -> Result<Vec<Op>, String> {
         match header(raw) {
             Some(Header::Begin) => {
                 if begun && !ops.is_empty() {
-                    return Err(format!("line {number}: a second *** Begin Patch"));
+                    return Err(PatchError::SecondBegin { line: number });
                 }
                 begun = true;
                 continue;
@@ -129,22 +131,18 @@ pub fn parse(text: &str) -> Result<Vec<Op>, String> {
             Some(Header::MoveTo(to)) => match ops.last_mut() {
                 Some(Op::Update { move_to, .. }) if move_to.is_none() => *move_to = Some(to),
                 _ => {
-                    return Err(format!(
-                        "line {number}: *** Move to: must follow *** Update File:"
-                    ));
+                    return Err(PatchError::StrayMoveTo { line: number });
                 }
             },
             None => body_line(&mut ops, raw, number)?,
         }
     }
     if ops.is_empty() {
-        return Err(
-            "the patch has no *** Add File:, *** Update File: or *** Delete File: section".into(),
-        );
+        return Err(PatchError::NoSections);
     }
     for op in &mut ops {
         if op.path().is_empty() {
-            return Err("a file section has an empty path".into());
+            return Err(PatchError::EmptyPath);
         }
         match op {
             Op::Add { lines, .. } => trim_trailing_blank(lines),
@@ -164,12 +162,10 @@ pub fn parse(text: &str) -> Result<Vec<Op>, String> {
                 }
                 hunks.retain(|h| !h.lines.is_empty());
                 if hunks.is_empty() && move_to.is_none() {
-                    return Err(format!(
-                        "*** Update File: {path} has no changes (no @@ hunk with - or + lines)"
-                    ));
+                    return Err(PatchError::EmptyUpdate(path.clone()));
                 }
                 if move_to.as_deref().is_some_and(str::is_empty) {
-                    return Err(format!("*** Update File: {path}: empty *** Move to: path"));
+                    return Err(PatchError::EmptyMoveTo(path.clone()));
                 }
             }
             Op::Delete { .. } => {}
@@ -184,22 +180,23 @@ fn trim_trailing_blank(lines: &mut Vec<String>) {
     }
 }
 
-fn body_line(ops: &mut [Op], raw: &str, number: usize) -> Result<(), String> {
+fn body_line(ops: &mut [Op], raw: &str, number: usize) -> Result<(), PatchError> {
     let line = raw.strip_suffix('\r').unwrap_or(raw);
     match ops.last_mut() {
         None if line.trim().is_empty() => Ok(()),
-        None => Err(format!(
-            "line {number}: `{}` is outside any file section (start one with *** Update File: PATH)",
-            crate::output::shorten_line(line, 60)
-        )),
+        None => Err(PatchError::OutsideSection {
+            line: number,
+            text: crate::output::shorten_line(line, 60),
+        }),
         Some(Op::Add { lines, .. }) => {
             lines.push(line.strip_prefix('+').unwrap_or(line).to_string());
             Ok(())
         }
         Some(Op::Delete { .. }) if line.trim().is_empty() => Ok(()),
-        Some(Op::Delete { path }) => Err(format!(
-            "line {number}: *** Delete File: {path} takes no content"
-        )),
+        Some(Op::Delete { path }) => Err(PatchError::DeleteWithContent {
+            line: number,
+            path: path.clone(),
+        }),
         Some(Op::Update { hunks, .. }) => {
             if let Some(rest) = line.strip_prefix("@@") {
                 let hint = rest.trim().trim_end_matches("@@").trim();
@@ -299,27 +296,26 @@ mod tests {
             panic!()
         };
         assert_eq!(hunks[0].lines[0], (' ', "ctx".into()));
-        assert!(parse("").unwrap_err().contains("no *** Add File"));
+        assert!(matches!(parse(""), Err(PatchError::NoSections)));
+        let e = parse("hello\n*** Update File: x\n+a").unwrap_err();
         assert!(
-            parse("hello\n*** Update File: x\n+a")
-                .unwrap_err()
-                .contains("outside any file section")
+            matches!(e, PatchError::OutsideSection { line: 1, .. }),
+            "{e}"
         );
-        assert!(
-            parse("*** Update File: x\n")
-                .unwrap_err()
-                .contains("no changes")
-        );
-        assert!(
-            parse("*** Update File: \n+a")
-                .unwrap_err()
-                .contains("empty path")
-        );
-        assert!(
-            parse("*** Delete File: x\nstuff")
-                .unwrap_err()
-                .contains("takes no content")
-        );
-        assert!(parse("*** Move to: y").unwrap_err().contains("must follow"));
+        assert!(e.to_string().contains("outside any file section"), "{e}");
+        assert!(matches!(
+            parse("*** Update File: x\n"),
+            Err(PatchError::EmptyUpdate(p)) if p == "x"
+        ));
+        assert!(matches!(
+            parse("*** Update File: \n+a"),
+            Err(PatchError::EmptyPath)
+        ));
+        let e = parse("*** Delete File: x\nstuff").unwrap_err();
+        assert_eq!(e.to_string(), "line 2: *** Delete File: x takes no content");
+        assert!(matches!(
+            parse("*** Move to: y"),
+            Err(PatchError::StrayMoveTo { line: 1 })
+        ));
     }
 }

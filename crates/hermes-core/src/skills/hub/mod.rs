@@ -55,6 +55,9 @@ pub enum HubError {
     NotFound(String),
     #[error("{0}")]
     Refused(String),
+    /// The name given for the skill is not a valid skill name.
+    #[error(transparent)]
+    InvalidName(#[from] super::SkillError),
 }
 
 /// One skill's files as fetched, before anything is written into the home.
@@ -90,7 +93,7 @@ impl Bundle {
         let candidates = [name.map(String::from), own, Some(folder)];
         let chosen = match name {
             Some(n) => {
-                super::manage::validate_name(n).map_err(HubError::Refused)?;
+                super::manage::validate_name(n)?;
                 n.to_string()
             }
             None => candidates

@@ -199,15 +199,30 @@ fn tokens(header: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Why a mail's `From:` does not count as authenticated (logged when the mail is dropped).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unauthenticated {
+    #[error("no From domain")]
+    NoFromDomain,
+    #[error("no Authentication-Results header from the receiving server")]
+    NoResults,
+    /// The results record no aligned pass; `results` is the header value, shortened.
+    #[error("authentication failed ({results})")]
+    Failed { results: String },
+}
+
 /// Whether the receiving server authenticated the `From:` domain (the plugin's
 /// `_verify_sender_authentication`): the topmost `Authentication-Results` (or the first from
 /// `authserv_id`) records `dmarc=pass`, or `spf=pass` for an aligned `smtp.mailfrom`, or
 /// `dkim=pass` for an aligned `header.d`. `Err` says why not. `From:` alone is forgeable, so
 /// an allowlist keyed on it needs this.
-pub fn sender_authenticated(mail: &ParsedMail, authserv_id: Option<&str>) -> Result<(), String> {
+pub fn sender_authenticated(
+    mail: &ParsedMail,
+    authserv_id: Option<&str>,
+) -> Result<(), Unauthenticated> {
     let from_domain = domain_of(&mail.from);
     if from_domain.is_empty() {
-        return Err("no From domain".into());
+        return Err(Unauthenticated::NoFromDomain);
     }
     let value = mail
         .auth_results
@@ -224,7 +239,7 @@ pub fn sender_authenticated(mail: &ParsedMail, authserv_id: Option<&str>) -> Res
                 aligned(serv, id)
             })
         })
-        .ok_or("no Authentication-Results header from the receiving server")?;
+        .ok_or(Unauthenticated::NoResults)?;
     let tokens = tokens(&value);
     let get = |key: &str| {
         tokens
@@ -258,8 +273,9 @@ pub fn sender_authenticated(mail: &ParsedMail, authserv_id: Option<&str>) -> Res
             return Ok(());
         }
     }
-    let shown: String = value.chars().take(120).collect();
-    Err(format!("authentication failed ({shown})"))
+    Err(Unauthenticated::Failed {
+        results: value.chars().take(120).collect(),
+    })
 }
 
 /// `Re: <subject>` (the subject as it is when it already starts with `Re:`).
@@ -361,17 +377,26 @@ mod tests {
                 "{results}From: ann@example.test\nSubject: x\n\nhi\n"
             ))
         };
-        assert!(sender_authenticated(&m(""), None).is_err());
+        assert_eq!(
+            sender_authenticated(&m(""), None),
+            Err(Unauthenticated::NoResults)
+        );
         let dmarc = m("Authentication-Results: mx.local; dmarc=pass header.from=example.test\n");
         assert_eq!(sender_authenticated(&dmarc, None), Ok(()));
         assert_eq!(sender_authenticated(&dmarc, Some("mx.local")), Ok(()));
-        assert!(sender_authenticated(&dmarc, Some("other.host")).is_err());
+        assert_eq!(
+            sender_authenticated(&dmarc, Some("other.host")),
+            Err(Unauthenticated::NoResults)
+        );
         let spf = m(
             "Authentication-Results: mx.local;\n spf=pass smtp.mailfrom=bounce@mail.example.test\n",
         );
         assert_eq!(sender_authenticated(&spf, None), Ok(()));
         let dkim_foreign = m("Authentication-Results: mx.local; dkim=pass header.d=evil.test\n");
-        assert!(sender_authenticated(&dkim_foreign, None).is_err());
+        assert!(matches!(
+            sender_authenticated(&dkim_foreign, None),
+            Err(Unauthenticated::Failed { .. })
+        ));
         // Only the top header (the receiving server's) counts; a forged one below is ignored.
         let forged = m(
             "Authentication-Results: mx.local; spf=fail smtp.mailfrom=evil.test\nAuthentication-Results: mx.local; dmarc=pass\n",
