@@ -8,6 +8,7 @@
 
 mod common;
 
+use common::requests::{last_tool_result, system_prompt, tool_names, user_message};
 use common::*;
 
 use hermes_testkit::platforms::honcho::HonchoMock;
@@ -34,45 +35,6 @@ fn home_with(server: &MockServer, honcho_base: &str, extra: Value) -> TestHome {
             .to_string(),
     );
     home
-}
-
-fn user_message(request: &Value) -> String {
-    request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .rfind(|m| m["role"] == "user")
-        .and_then(|m| m["content"].as_str())
-        .unwrap()
-        .to_string()
-}
-
-fn system_prompt(request: &Value) -> String {
-    request["messages"][0]["content"]
-        .as_str()
-        .unwrap()
-        .to_string()
-}
-
-fn tool_names(request: &Value) -> Vec<String> {
-    request["tools"]
-        .as_array()
-        .map(|t| {
-            t.iter()
-                .filter_map(|t| t["function"]["name"].as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn last_tool_result(request: &Value) -> Value {
-    let m = request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .rfind(|m| m["role"] == "tool")
-        .unwrap();
-    serde_json::from_str(m["content"].as_str().unwrap()).unwrap()
 }
 
 const HONCHO_TOOLS: [&str; 5] = [

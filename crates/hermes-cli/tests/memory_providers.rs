@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::requests::{tool_names, tool_results, user_message};
 use common::*;
 
 use hermes_testkit::{MockServer, Script, TestHome, Turn};
@@ -21,43 +22,6 @@ fn home_with(server: &MockServer, extra_yaml: &str) -> TestHome {
         hermes_testkit::mock_config_yaml(server)
     ));
     home
-}
-
-/// The content of the last user message of a captured request.
-fn user_message(request: &Value) -> String {
-    request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .rfind(|m| m["role"] == "user")
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_else(|| panic!("no user message in {request}"))
-        .to_string()
-}
-
-/// The tool results of a captured request, in order, parsed.
-fn tool_results(request: &Value) -> Vec<Value> {
-    request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| {
-            let c = m["content"].as_str().unwrap();
-            serde_json::from_str(c).unwrap_or_else(|_| Value::String(c.to_string()))
-        })
-        .collect()
-}
-
-fn tool_names(request: &Value) -> Vec<String> {
-    request["tools"]
-        .as_array()
-        .map(|t| {
-            t.iter()
-                .filter_map(|t| t["function"]["name"].as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn oneshot(home: &TestHome, prompt: &str) {

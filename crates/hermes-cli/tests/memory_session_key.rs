@@ -11,10 +11,11 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::gateway::Gateway;
+use common::requests::user_message;
 
 use hermes_testkit::http_client::{HttpReply, http};
 use hermes_testkit::{MockServer, Script, TestHome, Turn};
-use serde_json::{Value, json};
+use serde_json::json;
 
 fn home_for(server: &MockServer, env: &str) -> TestHome {
     let home = TestHome::new();
@@ -40,17 +41,6 @@ fn echoed(r: &HttpReply) -> Option<String> {
         name.eq_ignore_ascii_case("x-hermes-session-key")
             .then(|| value.trim().to_string())
     })
-}
-
-fn user_message(request: &Value) -> String {
-    request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .rfind(|m| m["role"] == "user")
-        .and_then(|m| m["content"].as_str())
-        .unwrap()
-        .to_string()
 }
 
 #[test]

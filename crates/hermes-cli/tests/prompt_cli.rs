@@ -6,29 +6,11 @@
 
 mod common;
 
+use common::requests::{system_prompt, tool_names};
 use common::*;
 
 use hermes_testkit::{MockServer, Script, TestHome, Turn};
-use serde_json::{Value, json};
-
-fn system_prompt(request: &Value) -> String {
-    request["messages"][0]["content"]
-        .as_str()
-        .unwrap()
-        .to_string()
-}
-
-fn tool_names(request: &Value) -> Vec<String> {
-    request["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .map(|t| t["function"]["name"].as_str().unwrap().to_string())
-                .collect()
-        })
-        .unwrap_or_default()
-}
+use serde_json::json;
 
 /// A home with SOUL.md, a memory file and an AGENTS.md in the working directory.
 fn furnished_home(server: &MockServer) -> TestHome {

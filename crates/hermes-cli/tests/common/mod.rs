@@ -13,6 +13,7 @@ use serde_json::Value;
 
 pub mod dashboard;
 pub mod gateway;
+pub mod requests;
 pub mod tmux;
 pub mod venv;
 
