@@ -537,14 +537,12 @@ fn the_chat_counts_a_resumed_conversations_turns_towards_the_memory_review() {
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let requests = chat_bodies(&m.server);
-    let flags: Vec<bool> = requests.iter().map(is_review).collect();
-    // earlier, First, Second, review, Third (the resumed conversation's 2nd turn), review.
-    assert_eq!(
-        flags,
-        [false, false, false, true, false, true],
-        "{requests:#?}"
-    );
-    let third = &requests[4]["messages"];
+    // earlier, First, Second (a review due), Third (the resumed conversation's 2nd turn: a
+    // review due). A review runs in the background, so its request may come after the next
+    // turn's: the turns keep their order, the reviews are counted.
+    let (reviews, turns): (Vec<&Value>, Vec<&Value>) = requests.iter().partition(|r| is_review(r));
+    assert_eq!((reviews.len(), turns.len()), (2, 4), "{requests:#?}");
+    let third = &turns[3]["messages"];
     assert!(
         third.to_string().contains("An earlier question."),
         "{third}"
